@@ -1,0 +1,121 @@
+"""Command line: `bernstein-tui [-C DIR] [command]` (DESIGN §2).
+
+Exit codes: 0 ok, 1 the thing asked for failed, 2 bad usage or unreadable input;
+every error is one line on stderr, never a traceback (BERNSTEIN_TUI_DEBUG=1
+shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from console import __version__
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: one line, exit 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bernstein-tui",
+        description="Live operator console for AI coding-agent orchestration "
+                    "(reads and writes Bernstein's .sdd/ formats).",
+    )
+    parser.add_argument("-C", dest="directory", metavar="DIR", default=".",
+                        help="the project directory (default: .)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="watch only: hide and refuse every operator action")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    sub.add_parser("init", help="create .sdd/ and a commented bernstein.yaml (never overwrites)")
+    return parser
+
+
+def _project(directory: str) -> Path:
+    root = Path(directory).expanduser()
+    if not root.exists():
+        raise UsageError(f"-C {directory}: no such directory")
+    if not root.is_dir():
+        raise UsageError(f"-C {directory}: not a directory")
+    return root.resolve()
+
+
+def cmd_status(root: Path, as_json: bool) -> int:
+    from console.sdd.source import LocalSource
+    from console.sdd.summary import summarise
+
+    source = LocalSource(root)
+    if not source.exists:
+        raise UsageError(f"{root}: no .sdd/ directory here "
+                         f"(create one with: bernstein-tui -C {root} init)")
+    source.load()
+    summary = summarise(source.state)
+    if as_json:
+        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        from console.status_view import print_status
+
+        print_status(summary, str(root))
+    return EXIT_OK
+
+
+def cmd_init(root: Path) -> int:
+    from console.sdd.skeleton import init_project
+
+    created = init_project(root)
+    if created:
+        print(f"created in {root}:")
+        for path in created:
+            print(f"  {path}")
+    else:
+        print(f"{root}: .sdd/ and bernstein.yaml already exist; nothing changed")
+    return EXIT_OK
+
+
+def cmd_console(root: Path, read_only: bool) -> int:
+    from console.tui.app import ConsoleApp
+
+    app = ConsoleApp(root, read_only=read_only)
+    app.run()
+    return app.return_code or EXIT_OK
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    root = _project(args.directory)
+    if args.command == "status":
+        return cmd_status(root, args.json)
+    if args.command == "init":
+        return cmd_init(root)
+    return cmd_console(root, args.read_only)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except UsageError as exc:
+        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:
+        if os.environ.get("BERNSTEIN_TUI_DEBUG"):
+            traceback.print_exc()
+        print(f"bernstein-tui: internal error: {type(exc).__name__}: {exc} "
+              "(set BERNSTEIN_TUI_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILED

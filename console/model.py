@@ -1,0 +1,421 @@
+"""Pure data: the task state machine and every record type the console shows.
+
+No I/O and no parsing here: `console.sdd` owns the on-disk formats and turns
+lines into these types; the engine and the UI only ever see these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+
+class TaskState(StrEnum):
+    """Every status a Bernstein version writes to its task log."""
+
+    # Bernstein 1.9.3 (reference/bernstein-formats.md §2.1)
+    PLANNED = "planned"
+    OPEN = "open"
+    CLAIMED = "claimed"
+    IN_PROGRESS = "in_progress"
+    DONE = "done"
+    CLOSED = "closed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    WAITING_FOR_SUBTASKS = "waiting_for_subtasks"
+    CANCELLED = "cancelled"
+    ORPHANED = "orphaned"
+    PENDING_APPROVAL = "pending_approval"
+    # added by Bernstein 3.23.0 (reference/bernstein-observed.md, /tasks/counts)
+    ABANDONED = "abandoned"
+    BLOCKED_BY_ABANDON = "blocked_by_abandon"
+    BLOCKED_BY_FAILED_DEP = "blocked_by_failed_dep"
+    REFUSED = "refused"
+    SUSPENDED = "suspended"
+
+    @classmethod
+    def parse(cls, value: str) -> TaskState | None:
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+S = TaskState
+
+#: Bernstein's TASK_TRANSITIONS (lifecycle.py, 1.9.3), plus edges for the five
+#: 3.23.0 states, whose table is not published: the blocked_* and suspended
+#: states behave like `blocked`; abandoned and refused are terminal.
+TRANSITIONS: MappingProxyType[TaskState, frozenset[TaskState]] = MappingProxyType(
+    {
+        S.PLANNED: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
+        S.OPEN: frozenset({S.CLAIMED, S.WAITING_FOR_SUBTASKS, S.CANCELLED, S.FAILED}),
+        S.CLAIMED: frozenset(
+            {S.IN_PROGRESS, S.OPEN, S.DONE, S.FAILED, S.CANCELLED, S.WAITING_FOR_SUBTASKS,
+             S.BLOCKED}
+        ),
+        S.IN_PROGRESS: frozenset(
+            {S.DONE, S.FAILED, S.BLOCKED, S.WAITING_FOR_SUBTASKS, S.OPEN, S.CANCELLED,
+             S.ORPHANED}
+        ),
+        S.ORPHANED: frozenset({S.DONE, S.FAILED, S.OPEN}),
+        S.BLOCKED: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
+        S.WAITING_FOR_SUBTASKS: frozenset({S.DONE, S.BLOCKED, S.CANCELLED, S.FAILED}),
+        S.FAILED: frozenset({S.OPEN}),
+        S.DONE: frozenset({S.CLOSED, S.FAILED}),
+        S.CLOSED: frozenset(),
+        S.CANCELLED: frozenset(),
+        S.PENDING_APPROVAL: frozenset(),
+        S.ABANDONED: frozenset(),
+        S.REFUSED: frozenset(),
+        S.BLOCKED_BY_ABANDON: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
+        S.BLOCKED_BY_FAILED_DEP: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
+        S.SUSPENDED: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
+    }
+)
+
+#: "No outbound edge" is terminal, as Bernstein computes TERMINAL_TASK_STATUSES.
+TERMINAL_STATES = frozenset(s for s, targets in TRANSITIONS.items() if not targets)
+
+
+def can_transition(src: TaskState, dst: TaskState) -> bool:
+    return dst in TRANSITIONS[src]
+
+
+#: Shown beside the state word, never instead of it (state is never colour alone).
+STATE_GLYPHS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "planned": "◌", "open": "○", "claimed": "◔", "in_progress": "▶", "done": "✓",
+        "closed": "✔", "failed": "✗", "blocked": "⏸", "waiting_for_subtasks": "⋯",
+        "cancelled": "⊘", "orphaned": "⚠", "pending_approval": "?", "abandoned": "⊗",
+        "blocked_by_abandon": "⏸", "blocked_by_failed_dep": "⏸", "refused": "⊖",
+        "suspended": "‖",
+    }
+)
+UNKNOWN_STATE_GLYPH = "¿"
+
+
+def state_label(status: str) -> str:
+    """Glyph and word, e.g. "✗ failed"; an unknown state keeps the word as written."""
+    return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {status}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A record that could not be read: shown, counted, never fatal."""
+
+    file: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionSignal:
+    """A janitor check. `value` is Bernstein's form; seed 001's keys map onto it."""
+
+    type: str
+    value: str
+    expected_status: int | None = None  # api_responds only
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task, as the last record for its id in runtime/tasks.jsonl says."""
+
+    id: str
+    title: str
+    status: str  # as written; `state` is None when no Bernstein version knows it
+    description: str = ""
+    role: str = "backend"
+    priority: int = 2
+    scope: str = "medium"
+    complexity: str = "medium"
+    estimated_minutes: int | None = None
+    task_type: str = "standard"
+    depends_on: tuple[str, ...] = ()
+    parent_task_id: str | None = None
+    owned_files: tuple[str, ...] = ()
+    assigned_agent: str | None = None
+    result_summary: str | None = None
+    tenant_id: str = "default"
+    version: int = 1
+    created_at: float | None = None
+    claimed_at: float | None = None
+    completed_at: float | None = None
+    closed_at: float | None = None
+    claimed_by_session: str | None = None
+    retry_count: int = 0
+    max_retries: int = 3
+    terminal_reason: str | None = None
+    # kept by us, dropped by Bernstein's writer
+    deadline: float | None = None
+    model: str | None = None
+    effort: str | None = None
+    completion_signals: tuple[CompletionSignal, ...] = ()
+    metadata: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: every other key of the record, so a writer can emit the full record again
+    extra: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def state(self) -> TaskState | None:
+        return TaskState.parse(self.status)
+
+    @property
+    def is_terminal(self) -> bool:
+        state = self.state
+        return state is not None and state in TERMINAL_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    task_id: str
+    title: str
+    role: str
+    status: str
+    created_at: float | None
+    completed_at: float | None
+    duration_seconds: float | None
+    result_summary: str | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A backlog ticket file, parsed; not yet a task."""
+
+    source: str
+    title: str
+    description: str
+    ticket_id: str = ""
+    role: str = "backend"
+    priority: int = 2
+    scope: str = "medium"
+    complexity: str = "medium"
+    estimated_minutes: int = 45
+    task_type: str = "feature"
+    model: str | None = None
+    effort: str | None = None
+    depends_on: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    completion_signals: tuple[CompletionSignal, ...] = ()
+    deadline: float | None = None
+    sla_minutes: float | None = None
+    require_review: bool = False
+    require_human_approval: bool = False
+    form: str = "yaml"  # yaml | front-matter | markdown
+
+
+@dataclass(frozen=True, slots=True)
+class GateLine:
+    """One line of metrics/quality_gates.jsonl."""
+
+    task_id: str
+    gate: str
+    status: str  # pass | fail | warn | timeout | skipped | bypassed
+    result: str  # pass | blocked | flagged
+    timestamp: float | None
+    duration_ms: int
+    cached: bool
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    name: str
+    status: str
+    required: bool
+    blocked: bool
+    cached: bool
+    duration_ms: int
+    details: str
+    digest: str = ""
+    metadata: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    """runtime/gates/<task_id>.json."""
+
+    task_id: str
+    overall_pass: bool
+    total_duration_ms: int
+    results: tuple[GateResult, ...]
+    changed_files: tuple[str, ...] = ()
+    cache_hits: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    model: str
+    attempt_number: int
+    success: bool
+    effort: str | None = None
+    started_at: float | None = None
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    tokens_used: int = 0
+    escalated: bool = False
+    escalation_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """One line of metrics/cascade_chains.jsonl."""
+
+    chain_id: str
+    task_id: str
+    role: str
+    attempts: tuple[Attempt, ...]
+    final_model: str | None
+    succeeded: bool
+    total_cost_usd: float = 0.0
+    first_attempt_cost_usd: float = 0.0
+    escalation_overhead_usd: float = 0.0
+    saved_vs_direct_opus_usd: float = 0.0
+    timestamp: float | None = None
+
+    @property
+    def escalated(self) -> bool:
+        return any(a.escalated for a in self.attempts) or len(self.attempts) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMetric:
+    """One line of metrics/tasks.jsonl (Bernstein's evolution collector)."""
+
+    task_id: str
+    role: str
+    model: str
+    duration_seconds: float
+    cost_usd: float
+    janitor_passed: bool | None
+    timestamp: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reflection:
+    """One line of metrics/reflections.jsonl: a diagnosis of one failed iteration."""
+
+    task_id: str
+    iteration: int
+    gate: str
+    error_pattern: str
+    what_failed: str
+    why: str
+    try_next: str
+    focus: str
+    source: str  # llm | rules
+    model: str | None = None
+    digest: str = ""
+    files_changed: tuple[str, ...] = ()
+    reused: bool = False
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeScore:
+    judge: str
+    dimension: str
+    score: float
+    reasoning: str = ""
+    dropped: bool = False  # an outlier more than 1.5 from the median
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """One line of metrics/reviews.jsonl: a multi-judge review of one task."""
+
+    task_id: str
+    scores: tuple[JudgeScore, ...]
+    merged: MappingProxyType[str, float]
+    global_score: float | None
+    threshold: float
+    passed: bool
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SlaEvent:
+    """One line of metrics/sla_events.jsonl."""
+
+    event: str  # sla:warning | sla:violated | sla:met
+    entity_id: str
+    entity_type: str
+    deadline: float | None
+    timestamp: float | None = None
+    elapsed: float | None = None
+    remaining: float | None = None
+    percent_used: float | None = None
+    overdue_ms: float | None = None
+    margin_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseGateEvent:
+    """One line of metrics/phase_gates.jsonl."""
+
+    event: str  # quality:gate:passed | quality:gate:failed | quality:threshold:failed
+    mission_id: str
+    gate_name: str | None = None
+    reason: str | None = None
+    avg_score: float | None = None
+    threshold: float | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One line of evolution/deferred.jsonl: a proposal routed to a human."""
+
+    proposal_id: str
+    title: str
+    category: str
+    description: str
+    confidence: float
+    reason: str
+    deferred_at: float | None
+    target_files: tuple[str, ...] = ()
+    risk_level: str | None = None
+    diff: str = ""
+
+
+HUMAN_OUTCOMES = frozenset({"human_review_4h", "human_review_immediate", "blocked"})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One line of evolution/decisions.jsonl."""
+
+    proposal_id: str
+    outcome: str
+    requires_human: bool
+    risk_level: str
+    confidence: float
+    reason: str
+    decided_at: float | None
+    reviewer: str | None = None
+
+    @property
+    def awaits_human(self) -> bool:
+        """Bernstein's get_pending_decisions rule for the latest decision."""
+        return self.requires_human and self.outcome in HUMAN_OUTCOMES
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """One line of evolution/experiments.jsonl."""
+
+    proposal_id: str
+    title: str
+    risk_level: str
+    accepted: bool
+    reason: str
+    delta: float | None = None
+    timestamp: float | None = None

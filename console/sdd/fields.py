@@ -1,0 +1,174 @@
+"""Typed field access for records read from disk.
+
+Every decoder takes values through these helpers, so a wrong type always gives
+the same kind of one-line reason naming the field ("field 'priority': expected
+an integer, got 'high'"). Lenient where Bernstein's own writers vary (numbers
+as strings, ISO or epoch timestamps), strict otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+
+class RecordError(ValueError):
+    """A record that cannot be used; the message is the reason shown to the operator."""
+
+
+_MISSING = object()
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def req_str(d: Mapping[str, Any], key: str) -> str:
+    value = d.get(key, _MISSING)
+    if value is _MISSING or value is None:
+        raise RecordError(f"missing required key '{key}'")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
+    text = str(value)
+    if not text.strip():
+        raise RecordError(f"field '{key}' is empty")
+    return text
+
+
+def opt_str(d: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
+    value = d.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
+    return str(value)
+
+
+def str_or(d: Mapping[str, Any], key: str, default: str) -> str:
+    value = opt_str(d, key, default)
+    return default if value is None else value
+
+
+def _to_int(key: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise RecordError(f"field '{key}': expected an integer, got {_show(value)}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise RecordError(f"field '{key}': expected an integer, got {_show(value)}")
+
+
+def opt_int(d: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
+    value = d.get(key)
+    return default if value is None else _to_int(key, value)
+
+
+def int_or(d: Mapping[str, Any], key: str, default: int) -> int:
+    value = d.get(key)
+    return default if value is None else _to_int(key, value)
+
+
+def _to_float(key: str, value: object) -> float:
+    if isinstance(value, bool):
+        raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise RecordError(f"field '{key}': expected a number, got {_show(value)}") from None
+    else:
+        raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
+    if not math.isfinite(number):
+        raise RecordError(f"field '{key}': expected a finite number, got {_show(value)}")
+    return number
+
+
+def opt_float(d: Mapping[str, Any], key: str, default: float | None = None) -> float | None:
+    value = d.get(key)
+    return default if value is None else _to_float(key, value)
+
+
+def float_or(d: Mapping[str, Any], key: str, default: float) -> float:
+    value = d.get(key)
+    return default if value is None else _to_float(key, value)
+
+
+def opt_bool(d: Mapping[str, Any], key: str, default: bool | None = None) -> bool | None:
+    value = d.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+        return value.strip().lower() == "true"
+    raise RecordError(f"field '{key}': expected true or false, got {_show(value)}")
+
+
+def bool_or(d: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = opt_bool(d, key, default)
+    return default if value is None else value
+
+
+def str_tuple(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = d.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, tuple)):
+        raise RecordError(f"field '{key}': expected a list of strings, got {_show(value)}")
+    out = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise RecordError(f"field '{key}': expected a list of strings, got item {_show(item)}")
+        out.append(str(item))
+    return tuple(out)
+
+
+def mapping(d: Mapping[str, Any], key: str) -> MappingProxyType[str, Any]:
+    value = d.get(key)
+    if value is None:
+        return MappingProxyType({})
+    if not isinstance(value, dict):
+        raise RecordError(f"field '{key}': expected an object, got {_show(value)}")
+    return MappingProxyType(value)
+
+
+def to_epoch(key: str, value: object) -> float:
+    """Epoch seconds from a number, a numeric string, an ISO-8601 string or a datetime."""
+    if isinstance(value, dt.datetime):
+        when = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return when.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp()
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return _to_float(key, text)
+        except RecordError:
+            pass
+        try:
+            when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise RecordError(
+                f"field '{key}': expected epoch seconds or an ISO-8601 time, got {_show(value)}"
+            ) from None
+        return to_epoch(key, when)
+    return _to_float(key, value)
+
+
+def opt_epoch(d: Mapping[str, Any], key: str) -> float | None:
+    value = d.get(key)
+    return None if value is None else to_epoch(key, value)

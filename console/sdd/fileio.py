@@ -1,0 +1,139 @@
+"""The only ways anything in the project writes `.sdd/`, and whole-file JSON reads.
+
+* `atomic_write_*`: temp file in the same directory + fsync + rename (+ fsync of
+  the directory), so a reader sees the old file or the new one, never half.
+* `append_jsonl`: whole lines appended under an exclusive `flock`, in one write.
+  If a crashed writer left a half line at the end, it is closed with a newline
+  first, so the torn bytes become one bad line instead of corrupting ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from console.model import Problem
+
+MAX_JSON_FILE_BYTES = 16 * 1024 * 1024
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Bernstein writes its JSON state files with sorted keys and indent 2."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(", ", ": ")) + "\n").encode()
+
+
+def append_jsonl(path: Path, records: Iterable[Mapping[str, Any]], *, fsync: bool = True) -> int:
+    """Append whole JSON lines under an exclusive lock; returns the bytes written."""
+    payload = b"".join(encode_line(r) for r in records)
+    if not payload:
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload
+        view = memoryview(payload)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the flock
+    return len(payload)
+
+
+def read_regular_file(path: Path, display: str, limit: int
+                      ) -> tuple[bytes | None, Problem | None]:
+    """A whole regular file of at most `limit` bytes: (bytes, None) or (None, problem).
+
+    A missing file is (None, None). Opened non-blocking, so a FIFO never hangs a reader.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, Problem(display, None, f"cannot open: {exc.strerror or exc}")
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return None, Problem(display, None, "is a directory, expected a file")
+        if not stat.S_ISREG(info.st_mode):
+            return None, Problem(display, None, "is not a regular file")
+        if info.st_size > limit:
+            return None, Problem(display, None,
+                                 f"is {info.st_size} bytes, over the {limit}-byte limit")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit + 1), None
+    except OSError as exc:
+        return None, Problem(display, None, f"cannot read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def read_json_object(path: Path, display: str) -> tuple[dict[str, Any] | None, Problem | None]:
+    """A whole JSON file that must hold one object: (object, None) or (None, problem).
+
+    A missing file is (None, None): absence is not a problem.
+    """
+    data, problem = read_regular_file(path, display, MAX_JSON_FILE_BYTES)
+    if data is None:
+        return None, problem
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, Problem(display, None, f"invalid UTF-8 at byte {exc.start + 1}")
+    except json.JSONDecodeError as exc:
+        return None, Problem(display, exc.lineno, f"invalid JSON: {exc.msg}")
+    except RecursionError:
+        return None, Problem(display, None, "invalid JSON: nested too deeply")
+    if not isinstance(value, dict):
+        return None, Problem(display, None, f"expected a JSON object, got {type(value).__name__}")
+    return value, None

@@ -1,0 +1,226 @@
+"""The metrics formats: gate lines and reports, chains, task metrics, reflections,
+reviews, SLA events and phase-gate events (DESIGN §3, reference §3 and §6.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from console.model import (
+    Attempt,
+    Chain,
+    GateLine,
+    GateReport,
+    GateResult,
+    JudgeScore,
+    PhaseGateEvent,
+    Reflection,
+    Review,
+    SlaEvent,
+    TaskMetric,
+)
+from console.sdd.fields import (
+    RecordError,
+    bool_or,
+    float_or,
+    int_or,
+    mapping,
+    opt_bool,
+    opt_epoch,
+    opt_float,
+    opt_str,
+    req_str,
+    str_or,
+    str_tuple,
+)
+
+GATE_STATUSES = frozenset({"pass", "fail", "warn", "timeout", "skipped", "bypassed"})
+
+
+def _gate_status(d: Mapping[str, Any], key: str) -> str:
+    status = req_str(d, key)
+    if status not in GATE_STATUSES:
+        raise RecordError(f"field '{key}': '{status}' is not a gate status "
+                          f"({', '.join(sorted(GATE_STATUSES))})")
+    return status
+
+
+def _list_of_objects(d: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = d.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise RecordError(f"field '{key}': expected a list of objects")
+    return value
+
+
+def decode_gate_line(d: Mapping[str, Any]) -> GateLine:
+    status = _gate_status(d, "status")
+    return GateLine(
+        task_id=req_str(d, "task_id"),
+        gate=req_str(d, "gate"),
+        status=status,
+        result=str_or(d, "result", "pass" if status in {"pass", "skipped"} else "flagged"),
+        timestamp=opt_epoch(d, "timestamp"),
+        duration_ms=int_or(d, "duration_ms", 0),
+        cached=bool_or(d, "cached", False),
+        required=bool_or(d, "required", False),
+    )
+
+
+def decode_gate_result(d: Mapping[str, Any]) -> GateResult:
+    return GateResult(
+        name=req_str(d, "name"),
+        status=_gate_status(d, "status"),
+        required=bool_or(d, "required", False),
+        blocked=bool_or(d, "blocked", False),
+        cached=bool_or(d, "cached", False),
+        duration_ms=int_or(d, "duration_ms", 0),
+        details=str_or(d, "details", ""),
+        digest=str_or(d, "digest", ""),
+        metadata=mapping(d, "metadata"),
+    )
+
+
+def decode_gate_report(d: Mapping[str, Any]) -> GateReport:
+    results = tuple(decode_gate_result(r) for r in _list_of_objects(d, "results"))
+    overall = opt_bool(d, "overall_pass")
+    return GateReport(
+        task_id=req_str(d, "task_id"),
+        overall_pass=not any(r.blocked for r in results) if overall is None else overall,
+        total_duration_ms=int_or(d, "total_duration_ms", 0),
+        results=results,
+        changed_files=str_tuple(d, "changed_files"),
+        cache_hits=int_or(d, "cache_hits", 0),
+    )
+
+
+def decode_attempt(d: Mapping[str, Any]) -> Attempt:
+    return Attempt(
+        model=req_str(d, "model"),
+        attempt_number=int_or(d, "attempt_number", 0),
+        success=bool_or(d, "success", False),
+        effort=opt_str(d, "effort"),
+        started_at=opt_epoch(d, "started_at"),
+        cost_usd=float_or(d, "cost_usd", 0.0),
+        latency_s=float_or(d, "latency_s", 0.0),
+        tokens_used=int_or(d, "tokens_used", 0),
+        escalated=bool_or(d, "escalated", False),
+        escalation_reason=opt_str(d, "escalation_reason"),
+    )
+
+
+def decode_chain(d: Mapping[str, Any]) -> Chain:
+    return Chain(
+        chain_id=req_str(d, "chain_id"),
+        task_id=req_str(d, "task_id"),
+        role=str_or(d, "role", ""),
+        attempts=tuple(decode_attempt(a) for a in _list_of_objects(d, "attempts")),
+        final_model=opt_str(d, "final_model"),
+        succeeded=bool_or(d, "succeeded", False),
+        total_cost_usd=float_or(d, "total_cost_usd", 0.0),
+        first_attempt_cost_usd=float_or(d, "first_attempt_cost_usd", 0.0),
+        escalation_overhead_usd=float_or(d, "escalation_overhead_usd", 0.0),
+        saved_vs_direct_opus_usd=float_or(d, "saved_vs_direct_opus_usd", 0.0),
+        timestamp=opt_epoch(d, "timestamp"),
+    )
+
+
+def decode_task_metric(d: Mapping[str, Any]) -> TaskMetric:
+    return TaskMetric(
+        task_id=req_str(d, "task_id"),
+        role=str_or(d, "role", ""),
+        model=str_or(d, "model", ""),
+        duration_seconds=float_or(d, "duration_seconds", 0.0),
+        cost_usd=float_or(d, "cost_usd", 0.0),
+        janitor_passed=opt_bool(d, "janitor_passed"),
+        timestamp=opt_epoch(d, "timestamp"),
+    )
+
+
+def decode_reflection(d: Mapping[str, Any]) -> Reflection:
+    diagnosis = mapping(d, "diagnosis")
+    source = str_or(d, "source", "rules")
+    if source not in {"llm", "rules"}:
+        raise RecordError(f"field 'source': '{source}' is not llm or rules")
+    return Reflection(
+        task_id=req_str(d, "task_id"),
+        iteration=int_or(d, "iteration", 0),
+        gate=str_or(d, "gate", ""),
+        error_pattern=str_or(d, "error_pattern", ""),
+        what_failed=str_or(diagnosis, "what_failed", ""),
+        why=str_or(diagnosis, "why", ""),
+        try_next=str_or(diagnosis, "try_next", ""),
+        focus=str_or(diagnosis, "focus", ""),
+        source=source,
+        model=opt_str(d, "model"),
+        digest=str_or(d, "digest", ""),
+        files_changed=str_tuple(d, "files_changed"),
+        reused=bool_or(d, "reused", False),
+        timestamp=opt_epoch(d, "timestamp"),
+    )
+
+
+def decode_review(d: Mapping[str, Any]) -> Review:
+    scores = tuple(
+        JudgeScore(
+            judge=req_str(s, "judge"),
+            dimension=req_str(s, "dimension"),
+            score=float_or(s, "score", 0.0),
+            reasoning=str_or(s, "reasoning", ""),
+            dropped=bool_or(s, "dropped", False),
+        )
+        for s in _list_of_objects(d, "scores")
+    )
+    merged_raw = mapping(d, "merged")
+    merged = {str(k): float_or(merged_raw, k, 0.0) for k in merged_raw}
+    return Review(
+        task_id=req_str(d, "task_id"),
+        scores=scores,
+        merged=MappingProxyType(merged),
+        global_score=opt_float(d, "global_score"),
+        threshold=float_or(d, "threshold", 3.0),
+        passed=bool_or(d, "passed", False),
+        timestamp=opt_epoch(d, "timestamp"),
+    )
+
+
+SLA_EVENTS = frozenset({"sla:warning", "sla:violated", "sla:met"})
+
+
+def decode_sla_event(d: Mapping[str, Any]) -> SlaEvent:
+    event = req_str(d, "event")
+    if event not in SLA_EVENTS:
+        raise RecordError(f"field 'event': '{event}' is not one of {', '.join(sorted(SLA_EVENTS))}")
+    return SlaEvent(
+        event=event,
+        entity_id=req_str(d, "entity_id"),
+        entity_type=str_or(d, "entity_type", "task"),
+        deadline=opt_epoch(d, "deadline"),
+        timestamp=opt_epoch(d, "timestamp"),
+        elapsed=opt_float(d, "elapsed"),
+        remaining=opt_float(d, "remaining"),
+        percent_used=opt_float(d, "percent_used"),
+        overdue_ms=opt_float(d, "overdue_ms"),
+        margin_ms=opt_float(d, "margin_ms"),
+    )
+
+
+PHASE_EVENTS = frozenset({"quality:gate:passed", "quality:gate:failed", "quality:threshold:failed"})
+
+
+def decode_phase_event(d: Mapping[str, Any]) -> PhaseGateEvent:
+    event = req_str(d, "event")
+    if event not in PHASE_EVENTS:
+        raise RecordError(f"field 'event': '{event}' is not one of "
+                          f"{', '.join(sorted(PHASE_EVENTS))}")
+    return PhaseGateEvent(
+        event=event,
+        mission_id=req_str(d, "mission_id"),
+        gate_name=opt_str(d, "gate_name"),
+        reason=opt_str(d, "reason"),
+        avg_score=opt_float(d, "avg_score"),
+        threshold=opt_float(d, "threshold"),
+        timestamp=opt_epoch(d, "timestamp"),
+    )

@@ -1,0 +1,179 @@
+"""`LocalSource`: a project's `.sdd/` read into a `State`, and kept current.
+
+`load()` reads everything once (tasks first, so a console can paint them while
+the metrics stream in behind). `refresh(paths)` re-reads only what changed:
+JSONL files from their offsets, whole-file kinds (gate reports, tickets) again.
+`start()` runs the watcher thread that calls `refresh` on file events and hands
+each non-empty `Delta` to the callback. All mutation happens under `lock`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from console.model import Ticket
+from console.sdd.fileio import read_json_object, read_regular_file
+from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
+from console.sdd.state import Delta, State
+from console.sdd.tail import JsonlTail
+from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
+
+#: bytes read per step of the initial load, so deltas stream to the console
+LOAD_STEP_BYTES = 8 * 1024 * 1024
+
+
+class LocalSource:
+    """State from files under `root/.sdd/`, written by anyone."""
+
+    def __init__(self, root: Path) -> None:
+        self.paths = SddPaths(root.resolve())
+        self.state = State()
+        self.lock = threading.RLock()
+        self.tails = {
+            kind: JsonlTail(self.paths.of(kind), self.paths.display(self.paths.of(kind)))
+            for kind in JSONL_KINDS
+        }
+        self._watcher: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.loaded = threading.Event()
+
+    @property
+    def exists(self) -> bool:
+        return self.paths.sdd.is_dir()
+
+    def describe(self) -> str:
+        return str(self.paths.root)
+
+    # -- reading ---------------------------------------------------------------
+
+    def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
+        tail = self.tails[kind]
+        batch = tail.read(max_bytes)
+        with self.lock:
+            delta = self.state.apply_jsonl(kind, tail.display, batch)
+        return delta, batch.more
+
+    def _read_gate_report(self, path: Path) -> Delta:
+        obj, problem = read_json_object(path, self.paths.display(path))
+        with self.lock:
+            return self.state.apply_gate_report(self.paths.display(path), obj, problem)
+
+    def _read_ticket(self, path: Path) -> Delta:
+        display = self.paths.display(path)
+        data, problem = read_regular_file(path, display, MAX_TICKET_BYTES)
+        parsed: Ticket | TicketError | None = None
+        if problem is not None:
+            parsed = TicketError(display, problem.reason)
+        elif data is not None:
+            parsed = parse_ticket(data, display)
+        with self.lock:
+            return self.state.apply_ticket(display, parsed)
+
+    def _listing(self, directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
+        try:
+            names = os.listdir(directory)
+        except OSError:  # missing, not a directory, unreadable: nothing to list
+            return []
+        return sorted(directory / name for name in names
+                      if name.endswith(suffixes) and not name.startswith("."))
+
+    def _sync_dir(self, kind: Kind) -> Delta:
+        """Re-list a directory kind: read new/changed files, drop vanished ones."""
+        delta = Delta()
+        if kind is Kind.GATE_REPORT:
+            found = self._listing(self.paths.gates_dir, (".json",))
+            reader = self._read_gate_report
+        else:
+            found = self._listing(self.paths.backlog_open, TICKET_SUFFIXES)
+            reader = self._read_ticket
+        with self.lock:
+            known = set(self.state.files_of(kind))
+        for path in found:
+            delta.merge(reader(path))
+            known.discard(self.paths.display(path))
+        for display in known:
+            delta.merge(reader(self.paths.root / display))
+        return delta
+
+    def load(self, on_step: Callable[[Delta], None] | None = None) -> Delta:
+        """Read everything: tasks first, then the rest in steps (each step to `on_step`)."""
+        total = Delta()
+
+        def step(delta: Delta) -> None:
+            if on_step is not None and delta:
+                on_step(delta)
+            total.merge(delta)
+
+        step(self._read_jsonl(Kind.TASKS)[0])
+        step(self._sync_dir(Kind.TICKET))
+        for kind in JSONL_KINDS:
+            if kind is Kind.TASKS:
+                continue
+            more = True
+            while more and not self._stop.is_set():
+                delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+                step(delta)
+        step(self._sync_dir(Kind.GATE_REPORT))
+        self.loaded.set()
+        return total
+
+    def refresh(self, paths: Iterable[Path]) -> Delta:
+        """Re-read what these changed paths touch."""
+        delta = Delta()
+        dirs: set[Kind] = set()
+        kinds: set[Kind] = set()
+        for path in paths:
+            kind = self.paths.classify(path)
+            if kind is Kind.GATE_REPORT:
+                delta.merge(self._read_gate_report(path))
+            elif kind is Kind.TICKET:
+                delta.merge(self._read_ticket(path))
+            elif kind is not None:
+                kinds.add(kind)
+            elif path == self.paths.gates_dir or self.paths.gates_dir in path.parents:
+                dirs.add(Kind.GATE_REPORT)
+            elif path == self.paths.backlog_open or self.paths.backlog_open in path.parents:
+                dirs.add(Kind.TICKET)
+            elif path == self.paths.sdd or path in self.paths.gates_dir.parents:
+                dirs.update({Kind.GATE_REPORT, Kind.TICKET})
+                kinds.update(JSONL_KINDS)
+            elif self.paths.sdd in path.parents and not path.suffix:
+                kinds.update(k for k in JSONL_KINDS if self.paths.of(k).is_relative_to(path))
+                if self.paths.backlog_open.is_relative_to(path):
+                    dirs.add(Kind.TICKET)
+        for kind in sorted(kinds):
+            more = True
+            while more:
+                part, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+                delta.merge(part)
+        for kind in sorted(dirs):
+            delta.merge(self._sync_dir(kind))
+        return delta
+
+    def poll(self) -> Delta:
+        """A full cheap re-check (offset reads and listings), for missed events."""
+        return self.refresh([self.paths.sdd])
+
+    # -- watching --------------------------------------------------------------
+
+    def start(self, on_delta: Callable[[Delta], None], *, on_error: Callable[[str], None]
+              | None = None) -> None:
+        """Load, then follow changes in a daemon thread until `stop()`."""
+        from console.sdd.watcher import watch_loop
+
+        self._watcher = threading.Thread(
+            target=watch_loop, args=(self, on_delta, self._stop, on_error),
+            name="sdd-watcher", daemon=True)
+        self._watcher.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout)
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stop

@@ -1,0 +1,310 @@
+"""`State`: everything the console knows about one `.sdd/`, updated incrementally.
+
+Each file kind has exactly one reader (its decoder below) and is the only
+contributor to its part of the state, so a truncated or replaced file resets
+just that part. Every `apply_*` returns a `Delta` saying what changed, keyed by
+task id, so views update rows in place instead of redrawing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.model import (
+    ArchiveRecord,
+    Chain,
+    Decision,
+    Experiment,
+    GateLine,
+    GateReport,
+    PhaseGateEvent,
+    Problem,
+    Proposal,
+    Reflection,
+    Review,
+    SlaEvent,
+    Task,
+    TaskMetric,
+    Ticket,
+)
+from console.sdd import evolution_codec, metric_codec, task_codec
+from console.sdd.fields import RecordError
+from console.sdd.paths import Kind
+from console.sdd.tail import TailBatch
+from console.sdd.tickets import TicketError
+
+MAX_PROBLEMS_PER_FILE = 10_000
+
+DECODERS: Mapping[Kind, Callable[[Mapping[str, Any]], Any]] = {
+    Kind.TASKS: task_codec.decode_task,
+    Kind.ARCHIVE: task_codec.decode_archive,
+    Kind.GATE_LINES: metric_codec.decode_gate_line,
+    Kind.CHAINS: metric_codec.decode_chain,
+    Kind.TASK_METRICS: metric_codec.decode_task_metric,
+    Kind.REFLECTIONS: metric_codec.decode_reflection,
+    Kind.REVIEWS: metric_codec.decode_review,
+    Kind.SLA_EVENTS: metric_codec.decode_sla_event,
+    Kind.PHASE_GATES: metric_codec.decode_phase_event,
+    Kind.DEFERRED: evolution_codec.decode_proposal,
+    Kind.DECISIONS: evolution_codec.decode_decision,
+    Kind.EXPERIMENTS: evolution_codec.decode_experiment,
+}
+
+#: the section of the console each kind feeds (tasks go by key instead)
+SECTIONS: Mapping[Kind, str] = {
+    Kind.TASKS: "tasks", Kind.ARCHIVE: "archive", Kind.GATE_LINES: "gates",
+    Kind.GATE_REPORT: "gates", Kind.CHAINS: "chains", Kind.TASK_METRICS: "metrics",
+    Kind.REFLECTIONS: "reflections", Kind.REVIEWS: "reviews", Kind.SLA_EVENTS: "sla",
+    Kind.PHASE_GATES: "phase_gates", Kind.DEFERRED: "proposals", Kind.DECISIONS: "proposals",
+    Kind.EXPERIMENTS: "proposals", Kind.TICKET: "backlog",
+}
+
+
+@dataclass(slots=True)
+class Delta:
+    """What one batch of file changes did to the state."""
+
+    upserts: dict[str, Task] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)
+    sections: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.upserts or self.removed or self.sections)
+
+    def merge(self, other: Delta) -> Delta:
+        for task_id in other.removed:
+            self.upserts.pop(task_id, None)
+        self.removed -= other.upserts.keys()
+        self.removed |= other.removed
+        self.upserts.update(other.upserts)
+        self.sections |= other.sections
+        return self
+
+
+class State:
+    """The aggregate of every file kind; mutate only through `apply_*`."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, Task] = {}
+        self.archive: dict[str, ArchiveRecord] = {}
+        self.archive_records = 0
+        self.gate_counts: dict[str, Counter[str]] = defaultdict(Counter)
+        self.gate_latest: dict[str, dict[str, GateLine]] = defaultdict(dict)
+        self.gate_reports: dict[str, GateReport] = {}
+        self.chains: dict[str, Chain] = {}
+        self.task_metrics: dict[str, TaskMetric] = {}
+        self.reflections: dict[str, list[Reflection]] = defaultdict(list)
+        self.reflection_count = 0
+        self.reviews: dict[str, list[Review]] = defaultdict(list)
+        self.review_count = 0
+        self.sla_latest: dict[str, SlaEvent] = {}
+        self.phase_events: list[PhaseGateEvent] = []
+        self.proposals: dict[str, Proposal] = {}
+        self.decisions: dict[str, list[Decision]] = defaultdict(list)
+        self.experiments: list[Experiment] = []
+        self.tickets: dict[str, Ticket] = {}
+        self._problems: dict[str, list[Problem]] = defaultdict(list)
+        self._overflow: Counter[str] = Counter()
+        self._file_errors: dict[str, Problem] = {}
+        self._gate_report_files: dict[str, str] = {}  # display path → task id
+        self._dir_files: dict[Kind, set[str]] = {Kind.GATE_REPORT: set(), Kind.TICKET: set()}
+
+    # -- problems --------------------------------------------------------------
+
+    @property
+    def problems(self) -> list[Problem]:
+        out = list(self._file_errors.values())
+        for name, items in self._problems.items():
+            out.extend(items)
+            if self._overflow[name]:
+                out.append(Problem(name, None, f"{self._overflow[name]} more problems not listed"))
+        return out
+
+    @property
+    def problem_count(self) -> int:
+        return (len(self._file_errors) + sum(len(v) for v in self._problems.values())
+                + sum(self._overflow.values()))
+
+    def _problem(self, problem: Problem) -> None:
+        items = self._problems[problem.file]
+        if len(items) < MAX_PROBLEMS_PER_FILE:
+            items.append(problem)
+        else:
+            self._overflow[problem.file] += 1
+
+    def _clear_problems(self, display: str) -> None:
+        self._problems.pop(display, None)
+        self._overflow.pop(display, None)
+
+    def _set_file_error(self, display: str, reason: str | None, delta: Delta) -> None:
+        had = self._file_errors.get(display)
+        if reason is None:
+            if had is not None:
+                del self._file_errors[display]
+                delta.sections.add("problems")
+        elif had is None or had.reason != reason:
+            self._file_errors[display] = Problem(display, None, reason)
+            delta.sections.add("problems")
+
+    # -- JSONL kinds -----------------------------------------------------------
+
+    def apply_jsonl(self, kind: Kind, display: str, batch: TailBatch) -> Delta:
+        delta = Delta()
+        self._set_file_error(display, batch.file_error, delta)
+        if batch.reset:
+            self._reset(kind, delta)
+            self._clear_problems(display)
+            delta.sections.update({SECTIONS[kind], "problems"})
+        decode = DECODERS[kind]
+        for problem in batch.problems:
+            self._problem(problem)
+        if batch.problems:
+            delta.sections.add("problems")
+        for line, raw in batch.records:
+            try:
+                record = decode(raw)
+            except RecordError as exc:
+                self._problem(Problem(display, line, str(exc)))
+                delta.sections.add("problems")
+                continue
+            self._add(kind, record, display, line, delta)
+        return delta
+
+    def _reset(self, kind: Kind, delta: Delta) -> None:
+        if kind is Kind.TASKS:
+            delta.removed |= self.tasks.keys()
+            delta.upserts.clear()
+            self.tasks.clear()
+        elif kind is Kind.ARCHIVE:
+            self.archive.clear()
+            self.archive_records = 0
+        elif kind is Kind.GATE_LINES:
+            self.gate_counts.clear()
+            self.gate_latest.clear()
+        elif kind is Kind.CHAINS:
+            self.chains.clear()
+        elif kind is Kind.TASK_METRICS:
+            self.task_metrics.clear()
+        elif kind is Kind.REFLECTIONS:
+            self.reflections.clear()
+            self.reflection_count = 0
+        elif kind is Kind.REVIEWS:
+            self.reviews.clear()
+            self.review_count = 0
+        elif kind is Kind.SLA_EVENTS:
+            self.sla_latest.clear()
+        elif kind is Kind.PHASE_GATES:
+            self.phase_events.clear()
+        elif kind is Kind.DEFERRED:
+            self.proposals.clear()
+        elif kind is Kind.DECISIONS:
+            self.decisions.clear()
+        elif kind is Kind.EXPERIMENTS:
+            self.experiments.clear()
+
+    def _add(self, kind: Kind, record: Any, display: str, line: int, delta: Delta) -> None:
+        if kind is Kind.TASKS:
+            task: Task = record
+            if task.state is None:
+                self._problem(Problem(display, line,
+                                      f"task {task.id}: unknown state '{task.status}' "
+                                      "(kept as written)"))
+                delta.sections.add("problems")
+            self.tasks[task.id] = task
+            delta.upserts[task.id] = task
+            delta.removed.discard(task.id)
+            return
+        delta.sections.add(SECTIONS[kind])
+        if kind is Kind.ARCHIVE:
+            self.archive[record.task_id] = record
+            self.archive_records += 1
+        elif kind is Kind.GATE_LINES:
+            self.gate_counts[record.gate][record.status] += 1
+            self.gate_latest[record.task_id][record.gate] = record
+        elif kind is Kind.CHAINS:
+            self.chains[record.chain_id] = record
+        elif kind is Kind.TASK_METRICS:
+            self.task_metrics[record.task_id] = record
+        elif kind is Kind.REFLECTIONS:
+            self.reflections[record.task_id].append(record)
+            self.reflection_count += 1
+        elif kind is Kind.REVIEWS:
+            self.reviews[record.task_id].append(record)
+            self.review_count += 1
+        elif kind is Kind.SLA_EVENTS:
+            self.sla_latest[record.entity_id] = record
+        elif kind is Kind.PHASE_GATES:
+            self.phase_events.append(record)
+        elif kind is Kind.DEFERRED:
+            self.proposals[record.proposal_id] = record
+        elif kind is Kind.DECISIONS:
+            self.decisions[record.proposal_id].append(record)
+        elif kind is Kind.EXPERIMENTS:
+            self.experiments.append(record)
+
+    # -- whole-file kinds ------------------------------------------------------
+
+    def apply_gate_report(self, display: str, obj: dict[str, Any] | None,
+                          problem: Problem | None) -> Delta:
+        """A runtime/gates/<task>.json file was (re)read; obj None = gone or unreadable."""
+        delta = Delta(sections={"gates"})
+        self._track(Kind.GATE_REPORT, display, present=obj is not None or problem is not None)
+        self._clear_problems(display)
+        old = self._gate_report_files.pop(display, None)
+        if old is not None:
+            self.gate_reports.pop(old, None)
+        if problem is not None:
+            self._problem(problem)
+            delta.sections.add("problems")
+        if obj is not None:
+            try:
+                report = metric_codec.decode_gate_report(obj)
+            except RecordError as exc:
+                self._problem(Problem(display, None, str(exc)))
+                delta.sections.add("problems")
+            else:
+                self.gate_reports[report.task_id] = report
+                self._gate_report_files[display] = report.task_id
+        return delta
+
+    def apply_ticket(self, display: str, parsed: Ticket | TicketError | None) -> Delta:
+        """A backlog/open ticket was (re)read; None = the file is gone."""
+        delta = Delta(sections={"backlog"})
+        self._track(Kind.TICKET, display, present=parsed is not None)
+        had_problem = display in self._problems
+        self._clear_problems(display)
+        self.tickets.pop(display, None)
+        if isinstance(parsed, TicketError):
+            self._problem(Problem(display, None, parsed.reason))
+            delta.sections.add("problems")
+        elif parsed is not None:
+            self.tickets[display] = parsed
+        if had_problem:
+            delta.sections.add("problems")
+        return delta
+
+    def _track(self, kind: Kind, display: str, *, present: bool) -> None:
+        if present:
+            self._dir_files[kind].add(display)
+        else:
+            self._dir_files[kind].discard(display)
+
+    def files_of(self, kind: Kind) -> frozenset[str]:
+        """The files of a directory kind (gate reports, tickets) read so far."""
+        return frozenset(self._dir_files[kind])
+
+    # -- derived views ---------------------------------------------------------
+
+    def pending_proposals(self) -> list[str]:
+        """Ids whose latest decision still awaits a human (Bernstein's review rule)."""
+        pending = [pid for pid, items in self.decisions.items() if items[-1].awaits_human]
+        known = set(self.decisions)
+        # a deferred proposal with no decision line at all still awaits a human
+        pending += [pid for pid in self.proposals if pid not in known]
+        return sorted(pending)
+
+    def state_counts(self) -> Counter[str]:
+        return Counter(task.status for task in self.tasks.values())

@@ -1,0 +1,47 @@
+"""The one-shot summary behind `bernstein-tui status` (DESIGN §2)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from console.model import TaskState
+from console.sdd.state import State
+
+
+def summarise(state: State) -> dict[str, Any]:
+    by_state = state.state_counts()
+    ordered = {s.value: by_state[s.value] for s in TaskState if by_state[s.value]}
+    ordered.update({k: v for k, v in sorted(by_state.items()) if k not in ordered})
+    sla = Counter(event.event for event in state.sla_latest.values())
+    chains = state.chains.values()
+    pending = state.pending_proposals()
+    return {
+        "tasks": {"total": len(state.tasks), "by_state": ordered},
+        "archive": {
+            "total": state.archive_records,
+            "by_status": dict(sorted(Counter(r.status for r in state.archive.values()).items())),
+        },
+        "backlog": {"open": len(state.tickets)},
+        "gates": {
+            "by_gate": {gate: dict(sorted(counts.items()))
+                        for gate, counts in sorted(state.gate_counts.items())},
+            "reports": len(state.gate_reports),
+        },
+        "chains": {"total": len(state.chains), "escalated": sum(c.escalated for c in chains)},
+        "reflections": {"total": state.reflection_count},
+        "reviews": {"total": state.review_count},
+        "proposals": {
+            "deferred": len(state.proposals),
+            "pending": len(pending),
+            "pending_ids": pending,
+        },
+        "sla": {
+            "warning": sla["sla:warning"],
+            "violated": sla["sla:violated"],
+            "met": sla["sla:met"],
+        },
+        "problems": [
+            {"file": p.file, "line": p.line, "reason": p.reason} for p in state.problems
+        ],
+    }

@@ -1,0 +1,192 @@
+"""The task formats: runtime/tasks.jsonl records, archive records, completion signals.
+
+The one place that knows Bernstein's TaskRecord keys (reference §2.4) and the
+seed-001 completion-signal keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from console.model import ArchiveRecord, CompletionSignal, Task
+from console.sdd.fields import (
+    RecordError,
+    int_or,
+    mapping,
+    opt_epoch,
+    opt_float,
+    opt_int,
+    opt_str,
+    req_str,
+    str_or,
+    str_tuple,
+)
+
+#: TaskRecord keys in Bernstein's writer order (reference §2.4).
+BERNSTEIN_TASK_KEYS = (
+    "id", "title", "description", "role", "priority", "scope", "complexity",
+    "estimated_minutes", "status", "task_type", "upgrade_details", "depends_on",
+    "parent_task_id", "depends_on_repo", "owned_files", "assigned_agent", "result_summary",
+    "tenant_id", "cell_id", "repo", "batch_eligible", "eu_ai_act_risk", "approval_required",
+    "risk_level", "slack_context", "version", "claimed_at", "completed_at", "closed_at",
+    "claimed_by_session", "parent_session_id", "subtask_wait_started_at", "retry_count",
+    "max_retries", "retry_delay_s", "terminal_reason", "max_output_tokens", "meta_messages",
+    "metadata",
+)
+#: Keys Bernstein drops that we keep (DESIGN §3).
+OUR_TASK_KEYS = ("created_at", "deadline", "model", "effort", "completion_signals")
+_MODELLED = frozenset(BERNSTEIN_TASK_KEYS) | frozenset(OUR_TASK_KEYS)
+
+SIGNAL_TYPES = frozenset(
+    {"path_exists", "glob_exists", "test_passes", "file_contains", "api_responds",
+     "llm_review", "llm_judge"}
+)
+# seed 001 writes signals with a named key instead of `value`
+_SEED_VALUE_KEYS = {
+    "path_exists": ("path",),
+    "glob_exists": ("glob", "pattern", "path"),
+    "test_passes": ("command", "cmd"),
+    "api_responds": ("url",),
+    "llm_review": ("prompt", "instruction", "criteria"),
+    "llm_judge": ("criteria", "prompt"),
+}
+
+
+def decode_signal(raw: object) -> CompletionSignal:
+    if not isinstance(raw, dict):
+        raise RecordError(f"completion signal: expected an object, got {raw!r:.40}")
+    kind = req_str(raw, "type")
+    if kind not in SIGNAL_TYPES:
+        raise RecordError(f"completion signal type '{kind}' is not one of "
+                          + ", ".join(sorted(SIGNAL_TYPES)))
+    expected = opt_int(raw, "status") if kind == "api_responds" else None
+    value = opt_str(raw, "value")
+    if value is None and kind == "file_contains":
+        path, needle = opt_str(raw, "path"), opt_str(raw, "contains")
+        if path is None or needle is None:
+            raise RecordError("completion signal file_contains needs 'value' "
+                              "('path :: needle') or 'path' and 'contains'")
+        value = f"{path} :: {needle}"
+    for key in _SEED_VALUE_KEYS.get(kind, ()):
+        if value is None:
+            value = opt_str(raw, key)
+    if value is None or not value.strip():
+        raise RecordError(f"completion signal {kind} has no value")
+    if kind == "file_contains" and " :: " not in value:
+        raise RecordError(f"completion signal file_contains value {value!r:.60} "
+                          "is not 'path :: needle'")
+    return CompletionSignal(kind, value, 200 if kind == "api_responds" and expected is None
+                            else expected)
+
+
+def decode_signals(raw: object, key: str) -> tuple[CompletionSignal, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise RecordError(f"field '{key}': expected a list of signals, got {raw!r:.40}")
+    return tuple(decode_signal(item) for item in raw)
+
+
+def encode_signal(signal: CompletionSignal) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": signal.type, "value": signal.value}
+    if signal.expected_status is not None:
+        out["status"] = signal.expected_status
+    return out
+
+
+def decode_task(d: Mapping[str, Any]) -> Task:
+    """A full TaskRecord (any Bernstein version, or ours) → Task. Raises RecordError."""
+    metadata = mapping(d, "metadata")
+    deadline = opt_epoch(d, "deadline")
+    if deadline is None and "deadline" in metadata:
+        deadline = opt_epoch(metadata, "deadline")
+    return Task(
+        id=req_str(d, "id"),
+        title=req_str(d, "title"),
+        status=req_str(d, "status"),
+        description=str_or(d, "description", ""),
+        role=str_or(d, "role", "backend"),
+        priority=int_or(d, "priority", 2),
+        scope=str_or(d, "scope", "medium"),
+        complexity=str_or(d, "complexity", "medium"),
+        estimated_minutes=opt_int(d, "estimated_minutes"),
+        task_type=str_or(d, "task_type", "standard"),
+        depends_on=str_tuple(d, "depends_on"),
+        parent_task_id=opt_str(d, "parent_task_id"),
+        owned_files=str_tuple(d, "owned_files"),
+        assigned_agent=opt_str(d, "assigned_agent"),
+        result_summary=opt_str(d, "result_summary"),
+        tenant_id=str_or(d, "tenant_id", "default"),
+        version=int_or(d, "version", 1),
+        created_at=opt_epoch(d, "created_at"),
+        claimed_at=opt_epoch(d, "claimed_at"),
+        completed_at=opt_epoch(d, "completed_at"),
+        closed_at=opt_epoch(d, "closed_at"),
+        claimed_by_session=opt_str(d, "claimed_by_session"),
+        retry_count=int_or(d, "retry_count", 0),
+        max_retries=int_or(d, "max_retries", 3),
+        terminal_reason=opt_str(d, "terminal_reason"),
+        deadline=deadline,
+        model=opt_str(d, "model"),
+        effort=opt_str(d, "effort"),
+        completion_signals=decode_signals(d.get("completion_signals"), "completion_signals"),
+        metadata=metadata,
+        extra=MappingProxyType({k: v for k, v in d.items() if k not in _MODELLED}),
+    )
+
+
+def encode_task(task: Task) -> dict[str, Any]:
+    """Task → a full record in Bernstein's key order, plus the keys we keep."""
+    extra = dict(task.extra)
+    known: dict[str, Any] = {
+        "id": task.id, "title": task.title, "description": task.description,
+        "role": task.role, "priority": task.priority, "scope": task.scope,
+        "complexity": task.complexity, "estimated_minutes": task.estimated_minutes,
+        "status": task.status, "task_type": task.task_type,
+        "depends_on": list(task.depends_on), "parent_task_id": task.parent_task_id,
+        "owned_files": list(task.owned_files), "assigned_agent": task.assigned_agent,
+        "result_summary": task.result_summary, "tenant_id": task.tenant_id,
+        "version": task.version, "claimed_at": task.claimed_at,
+        "completed_at": task.completed_at, "closed_at": task.closed_at,
+        "claimed_by_session": task.claimed_by_session, "retry_count": task.retry_count,
+        "max_retries": task.max_retries, "terminal_reason": task.terminal_reason,
+        "metadata": dict(task.metadata),
+    }
+    defaults: dict[str, Any] = {
+        "upgrade_details": None, "depends_on_repo": None, "cell_id": None, "repo": None,
+        "batch_eligible": False, "eu_ai_act_risk": "minimal", "approval_required": False,
+        "risk_level": "low", "slack_context": None, "parent_session_id": None,
+        "subtask_wait_started_at": None, "retry_delay_s": 0.0, "max_output_tokens": None,
+        "meta_messages": [],
+    }
+    record = {key: known[key] if key in known else extra.pop(key, defaults[key])
+              for key in BERNSTEIN_TASK_KEYS}
+    record.update(
+        created_at=task.created_at, deadline=task.deadline, model=task.model,
+        effort=task.effort,
+        completion_signals=[encode_signal(s) for s in task.completion_signals],
+    )
+    record.update(extra)
+    return record
+
+
+def decode_archive(d: Mapping[str, Any]) -> ArchiveRecord:
+    return ArchiveRecord(
+        task_id=req_str(d, "task_id"),
+        title=str_or(d, "title", ""),
+        role=str_or(d, "role", ""),
+        status=req_str(d, "status"),
+        created_at=opt_epoch(d, "created_at"),
+        completed_at=opt_epoch(d, "completed_at"),
+        duration_seconds=opt_float(d, "duration_seconds"),
+        result_summary=opt_str(d, "result_summary"),
+        cost_usd=opt_float(d, "cost_usd"),
+    )
+
+
+__all__ = [
+    "BERNSTEIN_TASK_KEYS", "SIGNAL_TYPES", "decode_archive", "decode_signal",
+    "decode_signals", "decode_task", "encode_signal", "encode_task",
+]

@@ -1,0 +1,84 @@
+"""The watcher thread: file events under `.sdd/` → `LocalSource.refresh` → deltas.
+
+watchfiles (inotify) with a short step, so a change reaches the console in a
+few milliseconds; a cheap poll on every quiet second catches anything an event
+missed (network filesystems, a watch set up after the write). If `.sdd/` does
+not exist yet, it waits for it; if the watcher itself fails, it falls back to
+polling and says so once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import watchfiles
+
+from console.sdd.state import Delta
+
+if TYPE_CHECKING:
+    from console.sdd.source import LocalSource
+
+STEP_MS = 8  # wait this long for more changes before handing a batch over
+DEBOUNCE_MS = 50  # never hold a batch longer than this
+POLL_S = 1.0  # quiet-time consistency poll
+FALLBACK_POLL_S = 0.25
+
+
+def _safe(source: LocalSource, work: Callable[[], Delta],
+          on_error: Callable[[str], None]) -> Delta:
+    """Run one read; a reader bug is reported, never ends the watcher."""
+    try:
+        return work()
+    except Exception as exc:
+        on_error(f"reading {source.paths.display(source.paths.sdd)} failed: "
+                 f"{type(exc).__name__}: {exc}")
+        return Delta()
+
+
+def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: threading.Event,
+               on_error: Callable[[str], None] | None = None) -> None:
+    report = on_error or (lambda message: None)
+
+    def send(delta: Delta) -> None:
+        if delta:
+            on_delta(delta)
+
+    if not source.exists:
+        on_delta(Delta())  # an empty delta: "no .sdd/ (yet)"
+    while not stop.is_set() and not source.exists:
+        stop.wait(FALLBACK_POLL_S)
+    if stop.is_set():
+        return
+    _safe(source, lambda: source.load(on_step=send), report)
+    on_delta(Delta())  # the load is complete, even if it found nothing
+    polling = False
+    present = True
+    while not stop.is_set():
+        if source.exists != present:
+            present = not present
+            on_delta(_safe(source, source.poll, report))  # appeared or vanished: always said
+        if not present or polling:
+            send(_safe(source, source.poll, report))
+            stop.wait(FALLBACK_POLL_S)
+            continue
+        try:
+            for changes in watchfiles.watch(
+                source.paths.sdd, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=stop,
+                rust_timeout=int(POLL_S * 1000), yield_on_timeout=True, raise_interrupt=False,
+                ignore_permission_denied=True,
+            ):
+                paths = [Path(p) for _, p in changes]
+                send(_safe(source, lambda paths=paths: source.refresh(paths) if paths
+                           else source.poll(), report))
+                if not source.exists:
+                    break
+        except Exception as exc:
+            polling = True
+            report(f"file watcher stopped ({type(exc).__name__}: {exc}); "
+                   f"polling every {FALLBACK_POLL_S} s instead")
+        else:
+            # the watched directory went away or the generator ended: re-sync once
+            send(_safe(source, source.poll, report))

@@ -1,0 +1,55 @@
+"""`bernstein-tui status` without --json: the summary as rich tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from console.model import state_label
+
+MAX_PROBLEMS_SHOWN = 40
+
+
+def print_status(summary: dict[str, Any], where: str, console: Console | None = None) -> None:
+    out = console or Console()
+    tasks = summary["tasks"]
+    table = Table(title=f"Tasks in {where}: {tasks['total']}", title_justify="left")
+    table.add_column("state")
+    table.add_column("count", justify="right")
+    for status, count in tasks["by_state"].items():
+        table.add_row(state_label(status), str(count))
+    out.print(table)
+
+    gates = summary["gates"]["by_gate"]
+    if gates:
+        statuses = sorted({s for counts in gates.values() for s in counts})
+        gate_table = Table(title="Quality gates (runs per status)", title_justify="left")
+        gate_table.add_column("gate")
+        for status in statuses:
+            gate_table.add_column(status, justify="right")
+        for gate, counts in gates.items():
+            gate_table.add_row(gate, *(str(counts.get(s, 0)) for s in statuses))
+        out.print(gate_table)
+
+    chains, sla, props = summary["chains"], summary["sla"], summary["proposals"]
+    out.print(
+        f"chains {chains['total']} (escalated {chains['escalated']})  ·  "
+        f"reflections {summary['reflections']['total']}  ·  reviews {summary['reviews']['total']}"
+        f"  ·  archive {summary['archive']['total']}  ·  backlog open {summary['backlog']['open']}"
+    )
+    out.print(f"SLA: ⚠ warning {sla['warning']}  ✗ violated {sla['violated']}  ✓ met {sla['met']}")
+    pending = ", ".join(props["pending_ids"]) or "none"
+    out.print(f"proposals pending a human decision: {props['pending']} ({pending})")
+
+    problems = summary["problems"]
+    if not problems:
+        out.print("problems: none")
+        return
+    out.print(f"[bold]problems: {len(problems)} record(s) could not be read[/bold]")
+    for item in problems[:MAX_PROBLEMS_SHOWN]:
+        where_at = item["file"] if item["line"] is None else f"{item['file']}:{item['line']}"
+        out.print(f"  {where_at}: {item['reason']}", markup=False, highlight=False)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        out.print(f"  … and {len(problems) - MAX_PROBLEMS_SHOWN} more (see status --json)")

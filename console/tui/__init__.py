@@ -1,0 +1,1 @@
+"""The Textual console: app, screens, widgets. Reads state only through a Source."""

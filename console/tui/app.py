@@ -1,0 +1,107 @@
+"""The console app: a live, keyed task table over a project's `.sdd/`.
+
+Data path (DESIGN §1): the watcher thread reads files into the State and posts
+`StateChanged` with the delta; handlers here only touch widgets. Nothing on the
+event loop reads a file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Footer, Static
+
+from console.sdd.source import LocalSource
+from console.sdd.state import Delta
+from console.tui.messages import SourceError, StateChanged
+from console.tui.screens.problems import ProblemsScreen
+from console.tui.styles import stylesheet
+from console.tui.widgets.status_bar import StatusBar
+from console.tui.widgets.task_table import TaskTable
+
+
+def empty_text(root: Path) -> str:
+    return (
+        f"No .sdd/ directory in {root}\n\n"
+        "This console shows what an orchestrator writes there. To start:\n\n"
+        f"  bernstein-tui -C {root} init      create .sdd/ and a commented bernstein.yaml\n"
+        "  bernstein run                   or run Bernstein itself in this directory\n\n"
+        "The console is watching: it fills in as soon as .sdd/ appears."
+    )
+
+
+class ConsoleApp(App[int]):
+    TITLE = "bernstein-tui"
+    CSS_PATH = [stylesheet("base"), stylesheet("main")]
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("p", "problems", "Problems"),
+    ]
+
+    def __init__(self, root: Path, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.source = LocalSource(root)
+        self.read_only = read_only
+        self.counts: dict[str, int] = {}
+        self.problem_count = 0
+        self.loaded = False  # no "could not be read" toasts for what the first load finds
+
+    def compose(self) -> ComposeResult:
+        where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
+        yield StatusBar(where, id="status")
+        with Vertical(id="body"):
+            yield Static("Reading .sdd/ …", id="empty", markup=False)
+            yield TaskTable(id="tasks")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(TaskTable).display = False
+        self.source.start(self._from_watcher, on_error=self._error_from_watcher)
+
+    def on_unmount(self) -> None:
+        self.source.stop()
+
+    # -- called in the watcher thread: only compute and post -------------------
+
+    def _from_watcher(self, delta: Delta) -> None:
+        with self.source.lock:
+            counts = dict(self.source.state.state_counts())
+            problems = self.source.state.problem_count
+        self.post_message(StateChanged(delta, counts, problems, self.source.exists,
+                                       self.source.loaded.is_set()))
+
+    def _error_from_watcher(self, text: str) -> None:
+        self.post_message(SourceError(text))
+
+    # -- handlers on the event loop --------------------------------------------
+
+    def on_state_changed(self, message: StateChanged) -> None:
+        table = self.query_one(TaskTable)
+        empty = self.query_one("#empty", Static)
+        if message.exists:
+            empty.display = False
+            table.display = True
+        else:
+            empty.update(empty_text(self.source.paths.root))
+            empty.display = True
+            table.display = False
+        table.apply(message.delta)
+        self.counts = message.counts
+        if self.loaded and message.problems > self.problem_count:
+            new = message.problems - self.problem_count
+            self.notify(f"{new} record{'s' if new != 1 else ''} could not be read (p to list)",
+                        severity="warning", timeout=4)
+        self.problem_count = message.problems
+        self.loaded = message.loaded
+        self.query_one(StatusBar).show(message.counts, message.problems)
+
+    def on_source_error(self, message: SourceError) -> None:
+        self.notify(message.text, severity="error", timeout=8)
+
+    def action_problems(self) -> None:
+        with self.source.lock:
+            problems = self.source.state.problems
+        self.push_screen(ProblemsScreen(problems))

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.sdd.skeleton import init_project
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def task_record(task_id: str, status: str = "open", **fields: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": task_id, "title": f"Task {task_id}", "description": "d", "role": "backend",
+        "priority": 2, "status": status,
+    }
+    record.update(fields)
+    return record
+
+
+def append(path: Path, *records: dict[str, Any] | str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as handle:
+        for record in records:
+            if isinstance(record, dict):
+                handle.write((json.dumps(record) + "\n").encode())
+            elif isinstance(record, str):
+                handle.write(record.encode())
+            else:
+                handle.write(record)
+
+
+def _drop_file_capabilities() -> None:
+    """In the child: give up CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so file permissions
+    apply even to root (prctl PR_CAPBSET_DROP; the exec then recomputes capabilities)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 60,
+            unprivileged: bool = False) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("BERNSTEIN_TUI_DEBUG", None)
+    drop = _drop_file_capabilities if unprivileged and os.geteuid() == 0 else None
+    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout, env=env, preexec_fn=drop)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    init_project(tmp_path)
+    return tmp_path

@@ -1,0 +1,46 @@
+"""model and sdd import neither Textual nor the engine (DESIGN §1: layers import downward)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+LOWER = [REPO / "console" / "model.py", *sorted((REPO / "console" / "sdd").glob("*.py"))]
+FORBIDDEN = ("textual", "console.engine", "console.tui", "console.remote", "console.cli",
+             "console.control")
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_lower_layers_import_nothing_above_them() -> None:
+    assert len(LOWER) > 5
+    offenders = {
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in LOWER for name in _imports(path)
+        if any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN)
+    }
+    assert offenders == set()
+
+
+def test_importing_the_store_loads_no_textual() -> None:
+    code = (
+        "import sys, console.model, console.sdd, console.sdd.summary, console.sdd.skeleton, "
+        "console.sdd.watcher\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'textual' "
+        "or m.startswith(('console.engine', 'console.tui', 'console.remote')))\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

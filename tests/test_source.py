@@ -1,0 +1,140 @@
+"""LocalSource + State: incremental application, resets, directory kinds, derived views."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from console.sdd.paths import Kind
+from console.sdd.source import LocalSource
+from tests.conftest import append, task_record
+
+
+def test_appended_line_is_applied_without_rereading(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i}") for i in range(500)))
+    source = LocalSource(project)
+    source.load()
+    read_before = source.tails[Kind.TASKS].bytes_read
+    append(tasks, task_record("t7", "claimed"))
+    delta = source.refresh([tasks])
+    assert list(delta.upserts) == ["t7"] and delta.upserts["t7"].status == "claimed"
+    assert source.tails[Kind.TASKS].bytes_read - read_before == len(
+        json.dumps(task_record("t7", "claimed")) + "\n")
+    assert source.state.tasks["t7"].status == "claimed"
+    assert len(source.state.tasks) == 500
+
+
+def test_truncated_task_log_removes_rows_then_refills(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("a"), task_record("b"), "garbage\n")
+    source = LocalSource(project)
+    source.load()
+    assert len(source.state.problems) == 1
+    tasks.write_text(json.dumps(task_record("c", "done")) + "\n")
+    delta = source.refresh([tasks])
+    assert delta.removed == {"a", "b"} and list(delta.upserts) == ["c"]
+    assert set(source.state.tasks) == {"c"}
+    assert source.state.problems == []  # the garbage line went with the old file
+    tasks.unlink()
+    delta = source.refresh([tasks])
+    assert delta.removed == {"c"} and source.state.tasks == {}
+
+
+def test_gate_reports_and_tickets_follow_their_directories(project: Path) -> None:
+    sdd = project / ".sdd"
+    report = sdd / "runtime" / "gates" / "t1.json"
+    report.write_text(json.dumps({"task_id": "t1", "results": [
+        {"name": "lint", "status": "pass", "required": True}]}))
+    ticket = sdd / "backlog" / "open" / "one.yaml"
+    ticket.write_text("title: One\n")
+    source = LocalSource(project)
+    source.load()
+    assert source.state.gate_reports["t1"].overall_pass is True
+    assert [t.title for t in source.state.tickets.values()] == ["One"]
+
+    ticket.write_text("no title here\n")
+    source.refresh([ticket])
+    assert source.state.tickets == {}
+    assert [p.file for p in source.state.problems] == [".sdd/backlog/open/one.yaml"]
+    ticket.unlink()
+    report.unlink()
+    delta = source.poll()  # no event paths at all: the listing notices both
+    assert "backlog" in delta.sections and "gates" in delta.sections
+    assert source.state.problems == [] and source.state.gate_reports == {}
+
+
+def test_pending_proposals_follow_bernsteins_review_rule(project: Path) -> None:
+    evo = project / ".sdd" / "evolution"
+
+    def decision(pid: str, outcome: str, requires_human: bool) -> dict[str, object]:
+        return {"proposal_id": pid, "risk_level": "logic", "confidence": 0.8,
+                "outcome": outcome, "reason": "r", "requires_human": requires_human,
+                "decided_at": 1.0, "reviewer": None}
+
+    append(evo / "decisions.jsonl",
+           decision("P1", "human_review_4h", True),
+           decision("P2", "human_review_immediate", True),
+           decision("P3", "blocked", True),
+           decision("P4", "auto_approved", False),
+           decision("P1", "auto_approved", False))  # a later approval clears P1
+    append(evo / "deferred.jsonl",
+           {"proposal_id": "P5", "title": "t", "category": "c", "description": "d",
+            "confidence": 0.7, "reason": "r", "deferred_at": 2.0})
+    source = LocalSource(project)
+    source.load()
+    assert source.state.pending_proposals() == ["P2", "P3", "P5"]
+
+
+def test_every_metrics_kind_is_read(project: Path) -> None:
+    metrics = project / ".sdd" / "metrics"
+    append(metrics / "reflections.jsonl", {
+        "task_id": "t1", "iteration": 1, "model": "haiku", "gate": "lint",
+        "error_pattern": "F401 a.py:1", "digest": "a.py:1 F401", "source": "rules",
+        "diagnosis": {"what_failed": "lint", "why": "unused import", "try_next": "remove it",
+                      "focus": "a.py"}, "files_changed": ["a.py"], "reused": False})
+    append(metrics / "reviews.jsonl", {
+        "task_id": "t1", "scores": [{"judge": "j1", "dimension": "correctness", "score": 4}],
+        "merged": {"correctness": 4}, "global_score": 4.0, "threshold": 3.0, "passed": True})
+    append(metrics / "sla_events.jsonl",
+           {"event": "sla:warning", "entity_id": "t1", "entity_type": "task", "deadline": 10},
+           {"event": "sla:violated", "entity_id": "t1", "entity_type": "task", "deadline": 10,
+            "overdue_ms": 5},
+           {"event": "sla:warning", "entity_id": "t2", "entity_type": "task", "deadline": 10})
+    append(metrics / "phase_gates.jsonl",
+           {"event": "quality:gate:failed", "mission_id": "m", "gate_name": "g", "reason": "x"})
+    append(metrics / "tasks.jsonl", {
+        "timestamp": 1.0, "task_id": "t1", "role": "backend", "model": "sonnet",
+        "provider": "claude", "duration_seconds": 9.5, "cost_usd": 0.4, "janitor_passed": True})
+    source = LocalSource(project)
+    source.load()
+    state = source.state
+    assert state.reflections["t1"][0].why == "unused import"
+    assert state.reviews["t1"][0].merged["correctness"] == 4.0
+    assert {k: v.event for k, v in state.sla_latest.items()} == {
+        "t1": "sla:violated", "t2": "sla:warning"}
+    assert state.phase_events[0].gate_name == "g"
+    assert state.task_metrics["t1"].cost_usd == 0.4
+    assert state.problems == []
+
+
+def test_load_streams_tasks_first(project: Path) -> None:
+    sdd = project / ".sdd"
+    append(sdd / "runtime" / "tasks.jsonl", task_record("t1"))
+    append(sdd / "metrics" / "quality_gates.jsonl", *({
+        "task_id": "t1", "gate": "lint", "status": "pass"} for _ in range(10)))
+    steps = []
+    LocalSource(project).load(on_step=steps.append)
+    assert list(steps[0].upserts) == ["t1"]
+    assert any("gates" in step.sections for step in steps[1:])
+
+
+def test_missing_sdd_is_empty_not_an_error(tmp_path: Path) -> None:
+    source = LocalSource(tmp_path)
+    assert not source.exists
+    delta = source.load()
+    assert not delta and source.state.problems == []
+    os.makedirs(tmp_path / ".sdd" / "runtime")
+    append(tmp_path / ".sdd" / "runtime" / "tasks.jsonl", task_record("x"))
+    assert "x" in source.poll().upserts

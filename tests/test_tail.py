@@ -1,0 +1,211 @@
+"""The JSONL tail reader: offsets, half lines, bad lines, truncation, replacement."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from console.sdd.tail import JsonlTail
+
+
+def line(obj: object) -> bytes:
+    return (json.dumps(obj) + "\n").encode()
+
+
+def test_reads_only_new_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"a": 1}) + line({"a": 2}))
+    tail = JsonlTail(path, "x.jsonl")
+    batch = tail.read()
+    assert [(n, r["a"]) for n, r in batch.records] == [(1, 1), (2, 2)]
+    assert tail.read().records == []
+    with open(path, "ab") as f:
+        f.write(line({"a": 3}))
+    assert [(n, r["a"]) for n, r in tail.read().records] == [(3, 3)]
+
+
+def test_half_line_is_held_until_its_newline(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": ')
+    tail = JsonlTail(path)
+    assert [r["a"] for _, r in tail.read().records] == [1]
+    batch = tail.read()
+    assert batch.records == [] and batch.problems == []
+    with open(path, "ab") as f:
+        f.write(b'2}\n')
+    batch = tail.read()
+    assert [(n, r["a"]) for n, r in batch.records] == [(2, 2)]
+    assert batch.problems == []
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(
+        line({"ok": 1}) + b"not json\n" + b"\xff\xfe\x00junk\n" + b"[1, 2]\n" + b"\n"
+        + b"   \n" + line({"ok": 2}) + b'{"a": ' + b"[" * 100_000 + b"\n" + line({"ok": 3})
+    )
+    batch = JsonlTail(path, "x.jsonl").read()
+    assert [r["ok"] for _, r in batch.records] == [1, 2, 3]
+    reasons = {p.line: p.reason for p in batch.problems}
+    assert set(reasons) == {2, 3, 4, 8}
+    assert reasons[2].startswith("invalid JSON")
+    assert reasons[3].startswith("invalid UTF-8")
+    assert reasons[4] == "expected a JSON object, got list"
+    assert all(p.file == "x.jsonl" for p in batch.problems)
+
+
+def test_ten_megabyte_line_is_skipped_and_reported(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    big = line({"blob": "x" * (10 * 1024 * 1024)})
+    path.write_bytes(line({"n": 1}) + big + line({"n": 2}))
+    tail = JsonlTail(path, "x.jsonl", max_line_bytes=4 * 1024 * 1024)
+    batch = tail.read()
+    assert [r["n"] for _, r in batch.records] == [1, 2]
+    assert len(batch.problems) == 1
+    assert batch.problems[0].line == 2
+    assert "over the 4194304-byte limit" in batch.problems[0].reason
+
+
+def test_long_line_arriving_in_pieces_does_not_grow_memory(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    tail = JsonlTail(path, max_line_bytes=1000)
+    path.write_bytes(b'{"x": "' + b"y" * 600)
+    tail.read()
+    with open(path, "ab") as f:
+        f.write(b"y" * 600)
+    tail.read()
+    assert len(tail._pending) == 0  # dropped once over the limit
+    with open(path, "ab") as f:
+        f.write(b'"}\n' + line({"n": 1}))
+    batch = tail.read()
+    assert [r["n"] for _, r in batch.records] == [1]
+    assert [p.line for p in batch.problems] == [1]
+
+
+def test_truncation_starts_over(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"n": 1}) + line({"n": 2}))
+    tail = JsonlTail(path)
+    tail.read()
+    path.write_bytes(line({"n": 9}))  # shorter: truncated and rewritten
+    batch = tail.read()
+    assert batch.reset
+    assert [(n, r["n"]) for n, r in batch.records] == [(1, 9)]
+
+
+def test_replacement_by_rename_starts_over(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"n": 1}))
+    tail = JsonlTail(path)
+    tail.read()
+    other = tmp_path / "y.jsonl"
+    other.write_bytes(line({"n": 5}) + line({"n": 6}) + line({"n": 7}))
+    os.replace(other, path)
+    batch = tail.read()
+    assert batch.reset
+    assert [r["n"] for _, r in batch.records] == [5, 6, 7]
+
+
+def test_rewrite_in_place_with_longer_content_is_noticed(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"n": 1}))
+    tail = JsonlTail(path)
+    tail.read()
+    with open(path, "r+b") as f:  # same inode, larger, different head
+        f.write(line({"m": 2}) + line({"m": 3}))
+    batch = tail.read()
+    assert batch.reset
+    assert [r["m"] for _, r in batch.records] == [2, 3]
+
+
+def test_removed_file_resets_and_missing_file_is_not_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    tail = JsonlTail(path)
+    batch = tail.read()
+    assert (batch.reset, batch.file_error, batch.records) == (False, None, [])
+    path.write_bytes(line({"n": 1}))
+    assert len(tail.read().records) == 1
+    path.unlink()
+    assert tail.read().reset
+
+
+def test_directory_and_fifo_report_a_file_error_and_never_block(tmp_path: Path) -> None:
+    directory = tmp_path / "d.jsonl"
+    directory.mkdir()
+    assert JsonlTail(directory).read().file_error == "is a directory, expected a JSONL file"
+    fifo = tmp_path / "f.jsonl"
+    os.mkfifo(fifo)
+    assert JsonlTail(fifo).read().file_error == "is not a regular file, expected a JSONL file"
+
+
+def test_append_reads_only_the_appended_bytes_whatever_the_file_size(tmp_path: Path) -> None:
+    """The cost of one appended line does not depend on the file's size."""
+    path = tmp_path / "big.jsonl"
+    record = line({"task_id": "t", "gate": "lint", "status": "pass", "pad": "x" * 200})
+    with open(path, "wb") as f:
+        f.write(record * 200_000)  # ~50 MB
+    tail = JsonlTail(path)
+    while tail.read(8 * 1024 * 1024).more:
+        pass
+    before = tail.bytes_read
+    with open(path, "ab") as f:
+        f.write(line({"n": 1}))
+    batch = tail.read()
+    assert [r for _, r in batch.records] == [{"n": 1}]
+    assert tail.bytes_read - before == len(line({"n": 1}))
+
+
+def test_capped_reads_resume_where_they_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"".join(line({"n": i}) for i in range(1000)))
+    tail = JsonlTail(path)
+    seen: list[int] = []
+    while True:
+        batch = tail.read(777)
+        seen += [r["n"] for _, r in batch.records]
+        if not batch.more:
+            break
+    assert seen == list(range(1000))
+
+
+LINES = st.lists(
+    st.one_of(
+        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=8), max_size=3)
+        .map(lambda d: json.dumps(d).encode()),
+        st.binary(max_size=30).filter(lambda b: b"\n" not in b),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=LINES, cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
+       trailing=st.booleans())
+def test_any_split_into_appends_reads_like_the_whole(tmp_path_factory, lines, cuts,
+                                                     trailing) -> None:
+    data = b"\n".join(lines) + (b"\n" if trailing and lines else b"")
+    base = tmp_path_factory.mktemp("split")
+    whole = base / "whole.jsonl"
+    whole.write_bytes(data)
+    expected = JsonlTail(whole, "f").read()
+
+    pieces = base / "pieces.jsonl"
+    pieces.write_bytes(b"")
+    tail = JsonlTail(pieces, "f")
+    records, problems = [], []
+    points = sorted({c % (len(data) + 1) for c in cuts} | {len(data)})
+    start = 0
+    for point in points:
+        with open(pieces, "ab") as f:
+            f.write(data[start:point])
+        start = point
+        batch = tail.read()
+        assert not batch.reset
+        records += batch.records
+        problems += batch.problems
+    assert records == expected.records
+    assert problems == expected.problems

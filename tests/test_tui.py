@@ -1,0 +1,86 @@
+"""The console under Pilot: live rows, resets, the empty screen, the problems screen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from pathlib import Path
+
+from console.sdd.fileio import append_jsonl
+from console.tui.app import ConsoleApp
+from console.tui.widgets.status_bar import StatusBar
+from console.tui.widgets.task_table import TaskTable
+from tests.conftest import append, task_record
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.02)
+
+
+def cell(table: TaskTable, row: str, column: str) -> str:
+    return str(table.get_cell(row, column))
+
+
+async def test_a_record_appended_from_another_thread_appears(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("t1", "open", title="First"))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.task_ids == ["t1"])
+        writer = threading.Thread(target=append_jsonl, args=(
+            tasks, [task_record("t2", "claimed", title="Second"),
+                    task_record("t1", "failed", title="First")]))
+        writer.start()
+        writer.join()
+        await wait_for(pilot, lambda: "t2" in table.task_ids
+                       and cell(table, "t1", "state") == "✗ failed")
+        assert cell(table, "t2", "state") == "◔ claimed"
+        assert cell(table, "t2", "title") == "Second"
+        assert table.row_count == 2
+        status = str(app.query_one(StatusBar).render())
+        assert "2 tasks" in status and "◔ claimed 1" in status and "✗ failed 1" in status
+
+
+async def test_truncated_and_replaced_files_keep_the_console_running(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("a"), task_record("b"))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: set(table.task_ids) == {"a", "b"})
+        tasks.write_text("")
+        await wait_for(pilot, lambda: table.task_ids == [])
+        replacement = project / "next.jsonl"
+        replacement.write_text(json.dumps(task_record("c", "done")) + "\n{broken")
+        os.replace(replacement, tasks)
+        await wait_for(pilot, lambda: table.task_ids == ["c"])
+        await wait_for(pilot, lambda: app.problem_count == 0)  # {broken is a held half line
+        append(tasks, "\n")
+        await wait_for(pilot, lambda: app.problem_count == 1)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: app.screen.__class__.__name__ == "ProblemsScreen")
+        problems = app.screen.query_one("#problems-table")
+        assert problems.row_count == 1
+        assert str(problems.get_cell("0", "file")) == ".sdd/runtime/tasks.jsonl"
+        await pilot.press("escape")
+        assert app.screen.__class__.__name__ != "ProblemsScreen"
+
+
+async def test_missing_sdd_shows_how_to_start_then_fills_in(tmp_path: Path) -> None:
+    app = ConsoleApp(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        empty = app.query_one("#empty")
+        await wait_for(pilot, lambda: "No .sdd/ directory" in str(empty.render()))
+        assert "bernstein-tui -C" in str(empty.render()) and "init" in str(empty.render())
+        assert not app.query_one(TaskTable).display
+        append(tmp_path / ".sdd" / "runtime" / "tasks.jsonl", task_record("n1"))
+        await wait_for(pilot, lambda: app.query_one(TaskTable).task_ids == ["n1"])
+        assert app.query_one(TaskTable).display and not empty.display

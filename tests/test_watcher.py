@@ -1,0 +1,70 @@
+"""The watcher thread turns writes by another process into deltas."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from console.sdd.source import LocalSource
+from console.sdd.state import Delta
+from tests.conftest import task_record
+
+WRITER = """
+import json, sys, time
+from pathlib import Path
+from console.sdd.fileio import append_jsonl
+path = Path(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    append_jsonl(path, [json.loads(sys.argv[3]) | {"id": f"w{i}"}])
+    time.sleep(0.01)
+"""
+
+
+def _collect(deltas: queue.Queue[Delta], want: set[str], timeout: float = 10.0) -> set[str]:
+    seen: set[str] = set()
+    while not want <= seen:
+        delta = deltas.get(timeout=timeout)
+        seen |= delta.upserts.keys()
+    return seen
+
+
+def test_another_process_appending_reaches_the_callback(project: Path) -> None:
+    deltas: queue.Queue[Delta] = queue.Queue()
+    source = LocalSource(project)
+    source.start(deltas.put)
+    try:
+        assert source.loaded.wait(5)
+        tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+        writer = subprocess.run(
+            [sys.executable, "-c", WRITER, str(tasks), "20", json.dumps(task_record("x"))],
+            timeout=60)
+        assert writer.returncode == 0
+        assert {f"w{i}" for i in range(20)} <= _collect(deltas, {f"w{i}" for i in range(20)})
+        assert len(source.state.tasks) == 20
+    finally:
+        source.stop()
+
+
+def test_sdd_created_later_and_removed_is_followed(tmp_path: Path) -> None:
+    deltas: queue.Queue[Delta] = queue.Queue()
+    source = LocalSource(tmp_path)
+    source.start(deltas.put)
+    try:
+        first = deltas.get(timeout=5)
+        assert not first  # said at once: no .sdd/ yet
+        runtime = tmp_path / ".sdd" / "runtime"
+        runtime.mkdir(parents=True)
+        (runtime / "tasks.jsonl").write_text(json.dumps(task_record("late")) + "\n")
+        _collect(deltas, {"late"})
+        shutil.rmtree(tmp_path / ".sdd")
+        while True:
+            delta = deltas.get(timeout=10)
+            if "late" in delta.removed:
+                break
+        assert source.state.tasks == {}
+    finally:
+        source.stop()
