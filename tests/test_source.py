@@ -138,3 +138,17 @@ def test_missing_sdd_is_empty_not_an_error(tmp_path: Path) -> None:
     os.makedirs(tmp_path / ".sdd" / "runtime")
     append(tmp_path / ".sdd" / "runtime" / "tasks.jsonl", task_record("x"))
     assert "x" in source.poll().upserts
+
+
+def test_state_counts_follow_every_change(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("a"), task_record("b"), task_record("a", "failed"))
+    source = LocalSource(project)
+    source.load()
+    assert source.state.state_counts() == {"open": 1, "failed": 1}
+    append(tasks, task_record("b", "done"), task_record("a", "open"))
+    source.refresh([tasks])
+    assert source.state.state_counts() == {"open": 1, "done": 1}
+    tasks.write_text("")
+    source.refresh([tasks])
+    assert source.state.state_counts() == {}

@@ -89,6 +89,7 @@ class State:
 
     def __init__(self) -> None:
         self.tasks: dict[str, Task] = {}
+        self._state_counts: Counter[str] = Counter()
         self.archive: dict[str, ArchiveRecord] = {}
         self.archive_records = 0
         self.gate_counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -178,6 +179,7 @@ class State:
             delta.removed |= self.tasks.keys()
             delta.upserts.clear()
             self.tasks.clear()
+            self._state_counts.clear()
         elif kind is Kind.ARCHIVE:
             self.archive.clear()
             self.archive_records = 0
@@ -213,6 +215,12 @@ class State:
                                       f"task {task.id}: unknown state '{task.status}' "
                                       "(kept as written)"))
                 delta.sections.add("problems")
+            old = self.tasks.get(task.id)
+            if old is not None:
+                self._state_counts[old.status] -= 1
+                if not self._state_counts[old.status]:
+                    del self._state_counts[old.status]
+            self._state_counts[task.status] += 1
             self.tasks[task.id] = task
             delta.upserts[task.id] = task
             delta.removed.discard(task.id)
@@ -307,4 +315,5 @@ class State:
         return sorted(pending)
 
     def state_counts(self) -> Counter[str]:
-        return Counter(task.status for task in self.tasks.values())
+        """Tasks per status as written, kept incrementally (a copy)."""
+        return Counter(self._state_counts)
