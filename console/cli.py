@@ -34,11 +34,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the project directory (default: .)")
     parser.add_argument("--read-only", action="store_true",
                         help="watch only: hide and refuse every operator action")
+    parser.add_argument("--no-engine", action="store_true",
+                        help="do not start the embedded engine; only watch .sdd/")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
     status.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("init", help="create .sdd/ and a commented bernstein.yaml (never overwrites)")
+    run = sub.add_parser("run", help="run the engine without the console")
+    run.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="agents running at once (default: bernstein.yaml workers, else 2)")
+    run.add_argument("--until-idle", action="store_true",
+                     help="exit when nothing is left to run")
+    for name, text in (("retry", "reopen a failed task (retry_count + 1, same id)"),
+                       ("escalate", "run the task's next attempt on a stronger model"),
+                       ("cancel", "cancel a task and its subtasks, killing a running agent")):
+        action = sub.add_parser(name, help=text)
+        action.add_argument("task_id", metavar="TASK_ID")
+        if name == "escalate":
+            action.add_argument("--model", help="the model to use (default: the next tier)")
+        if name == "cancel":
+            action.add_argument("--reason", default="cancelled by the operator")
     return parser
 
 
@@ -84,10 +100,45 @@ def cmd_init(root: Path) -> int:
     return EXIT_OK
 
 
-def cmd_console(root: Path, read_only: bool) -> int:
+def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
+    from console.engine.errors import EngineError
+    from console.run_view import run_headless
+    from console.sdd.project_config import ConfigError
+
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be at least 1")
+    try:
+        run_headless(root, workers=workers, until_idle=until_idle)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except EngineError as exc:
+        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_action(root: Path, args: argparse.Namespace) -> int:
+    from console.engine.control import local_control
+    from console.engine.errors import OwnedElsewhere
+
+    try:
+        control = local_control(root)
+    except OwnedElsewhere as exc:
+        raise UsageError(str(exc)) from None
+    if args.command == "retry":
+        outcome = control.retry(args.task_id)
+    elif args.command == "escalate":
+        outcome = control.escalate(args.task_id, args.model)
+    else:
+        outcome = control.cancel(args.task_id, args.reason)
+    print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
+    return EXIT_OK if outcome.ok else EXIT_FAILED
+
+
+def cmd_console(root: Path, read_only: bool, engine: bool) -> int:
     from console.tui.app import ConsoleApp
 
-    app = ConsoleApp(root, read_only=read_only)
+    app = ConsoleApp(root, read_only=read_only, engine=engine and not read_only)
     app.run()
     return app.return_code or EXIT_OK
 
@@ -100,7 +151,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_status(root, args.json)
     if args.command == "init":
         return cmd_init(root)
-    return cmd_console(root, args.read_only)
+    if args.command == "run":
+        return cmd_run(root, args.workers, args.until_idle)
+    if args.command in ("retry", "escalate", "cancel"):
+        if args.read_only:
+            raise UsageError("--read-only refuses every operator action")
+        return cmd_action(root, args)
+    return cmd_console(root, args.read_only, not args.no_engine)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -419,3 +419,14 @@ class Experiment:
     reason: str
     delta: float | None = None
     timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineEvent:
+    """One line of runtime/engine_events.jsonl: what the engine wants an operator to know."""
+
+    level: str  # info | warning | error
+    message: str
+    timestamp: float | None = None
+    task_id: str | None = None
+    file: str | None = None

@@ -10,6 +10,7 @@ from typing import Any
 from console.model import (
     Attempt,
     Chain,
+    EngineEvent,
     GateLine,
     GateReport,
     GateResult,
@@ -224,3 +225,20 @@ def decode_phase_event(d: Mapping[str, Any]) -> PhaseGateEvent:
         threshold=opt_float(d, "threshold"),
         timestamp=opt_epoch(d, "timestamp"),
     )
+
+
+EVENT_LEVELS = frozenset({"info", "warning", "error"})
+
+
+def decode_engine_event(d: Mapping[str, Any]) -> EngineEvent:
+    level = str_or(d, "level", "info")
+    if level not in EVENT_LEVELS:
+        raise RecordError(f"field 'level': '{level}' is not info, warning or error")
+    return EngineEvent(level=level, message=req_str(d, "message"),
+                       timestamp=opt_epoch(d, "timestamp"), task_id=opt_str(d, "task_id"),
+                       file=opt_str(d, "file"))
+
+
+def encode_engine_event(event: EngineEvent) -> dict[str, Any]:
+    return {"timestamp": event.timestamp, "level": event.level, "message": event.message,
+            "task_id": event.task_id, "file": event.file}

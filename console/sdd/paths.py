@@ -22,6 +22,7 @@ class Kind(StrEnum):
     DEFERRED = "evolution/deferred.jsonl"
     DECISIONS = "evolution/decisions.jsonl"
     EXPERIMENTS = "evolution/experiments.jsonl"
+    ENGINE_EVENTS = "runtime/engine_events.jsonl"
     GATE_REPORT = "runtime/gates/*.json"
     TICKET = "backlog/open/*"
 

@@ -8,7 +8,7 @@ task id, so views update rows in place instead of redrawing.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +17,7 @@ from console.model import (
     ArchiveRecord,
     Chain,
     Decision,
+    EngineEvent,
     Experiment,
     GateLine,
     GateReport,
@@ -37,6 +38,7 @@ from console.sdd.tail import TailBatch
 from console.sdd.tickets import TicketError
 
 MAX_PROBLEMS_PER_FILE = 10_000
+MAX_ENGINE_EVENTS = 500
 
 DECODERS: Mapping[Kind, Callable[[Mapping[str, Any]], Any]] = {
     Kind.TASKS: task_codec.decode_task,
@@ -51,6 +53,7 @@ DECODERS: Mapping[Kind, Callable[[Mapping[str, Any]], Any]] = {
     Kind.DEFERRED: evolution_codec.decode_proposal,
     Kind.DECISIONS: evolution_codec.decode_decision,
     Kind.EXPERIMENTS: evolution_codec.decode_experiment,
+    Kind.ENGINE_EVENTS: metric_codec.decode_engine_event,
 }
 
 #: the section of the console each kind feeds (tasks go by key instead)
@@ -59,7 +62,7 @@ SECTIONS: Mapping[Kind, str] = {
     Kind.GATE_REPORT: "gates", Kind.CHAINS: "chains", Kind.TASK_METRICS: "metrics",
     Kind.REFLECTIONS: "reflections", Kind.REVIEWS: "reviews", Kind.SLA_EVENTS: "sla",
     Kind.PHASE_GATES: "phase_gates", Kind.DEFERRED: "proposals", Kind.DECISIONS: "proposals",
-    Kind.EXPERIMENTS: "proposals", Kind.TICKET: "backlog",
+    Kind.EXPERIMENTS: "proposals", Kind.TICKET: "backlog", Kind.ENGINE_EVENTS: "engine",
 }
 
 
@@ -107,6 +110,8 @@ class State:
         self.decisions: dict[str, list[Decision]] = defaultdict(list)
         self.experiments: list[Experiment] = []
         self.tickets: dict[str, Ticket] = {}
+        self.engine_events: deque[EngineEvent] = deque(maxlen=MAX_ENGINE_EVENTS)
+        self.engine_event_levels: Counter[str] = Counter()
         self._problems: dict[str, list[Problem]] = defaultdict(list)
         self._overflow: Counter[str] = Counter()
         self._file_errors: dict[str, Problem] = {}
@@ -206,6 +211,9 @@ class State:
             self.decisions.clear()
         elif kind is Kind.EXPERIMENTS:
             self.experiments.clear()
+        elif kind is Kind.ENGINE_EVENTS:
+            self.engine_events.clear()
+            self.engine_event_levels.clear()
 
     def _add(self, kind: Kind, record: Any, display: str, line: int, delta: Delta) -> None:
         if kind is Kind.TASKS:
@@ -252,6 +260,9 @@ class State:
             self.decisions[record.proposal_id].append(record)
         elif kind is Kind.EXPERIMENTS:
             self.experiments.append(record)
+        elif kind is Kind.ENGINE_EVENTS:
+            self.engine_events.append(record)
+            self.engine_event_levels[record.level] += 1
 
     # -- whole-file kinds ------------------------------------------------------
 

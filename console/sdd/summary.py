@@ -41,6 +41,11 @@ def summarise(state: State) -> dict[str, Any]:
             "violated": sla["sla:violated"],
             "met": sla["sla:met"],
         },
+        "engine": {
+            "warnings": state.engine_event_levels["warning"],
+            "errors": state.engine_event_levels["error"],
+            "last": state.engine_events[-1].message if state.engine_events else None,
+        },
         "problems": [
             {"file": p.file, "line": p.line, "reason": p.reason} for p in state.problems
         ],

@@ -14,9 +14,12 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Static
 
+from console.engine.engine import Engine
+from console.engine.errors import EngineError, OwnedElsewhere
+from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
-from console.tui.messages import SourceError, StateChanged
+from console.tui.messages import EngineStatus, SourceError, StateChanged
 from console.tui.screens.problems import ProblemsScreen
 from console.tui.styles import stylesheet
 from console.tui.widgets.status_bar import StatusBar
@@ -41,10 +44,12 @@ class ConsoleApp(App[int]):
         Binding("p", "problems", "Problems"),
     ]
 
-    def __init__(self, root: Path, *, read_only: bool = False) -> None:
+    def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False) -> None:
         super().__init__()
         self.source = LocalSource(root)
         self.read_only = read_only
+        self.want_engine = engine and not read_only
+        self.engine: Engine | None = None
         self.counts: dict[str, int] = {}
         self.problem_count = 0
         self.loaded = False  # no "could not be read" toasts for what the first load finds
@@ -55,14 +60,37 @@ class ConsoleApp(App[int]):
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
             yield TaskTable(id="tasks")
+        yield Static("engine: off (watching only)" if not self.want_engine
+                     else "engine: starting …", id="engine-status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(TaskTable).display = False
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
+        if self.want_engine:
+            self.run_worker(self._start_engine, thread=True, exit_on_error=False,
+                            name="start-engine")
 
     def on_unmount(self) -> None:
         self.source.stop()
+        if self.engine is not None:
+            self.engine.stop(timeout=10)
+
+    def _start_engine(self) -> None:
+        """In a thread: the engine's start does file and git work."""
+        engine = Engine(self.source.paths.root)
+        try:
+            engine.start(create=False)
+        except OwnedElsewhere as exc:
+            self.post_message(EngineStatus(f"engine: not started, watching only — {exc}", False))
+            return
+        except (EngineError, ConfigError) as exc:
+            self.post_message(EngineStatus(f"engine: not started — {exc}", False))
+            return
+        self.engine = engine
+        self.post_message(EngineStatus(
+            f"engine: running, {engine.workers} worker(s), base branch '{engine.repo.base}'",
+            True))
 
     # -- called in the watcher thread: only compute and post -------------------
 
@@ -97,6 +125,11 @@ class ConsoleApp(App[int]):
         self.problem_count = message.problems
         self.loaded = message.loaded
         self.query_one(StatusBar).show(message.counts, message.problems)
+
+    def on_engine_status(self, message: EngineStatus) -> None:
+        status = self.query_one("#engine-status", Static)
+        status.update(message.text)
+        status.set_class(not message.running, "-off")
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)

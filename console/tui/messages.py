@@ -26,3 +26,12 @@ class SourceError(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class EngineStatus(Message):
+    """The embedded engine started, or could not (and why)."""
+
+    def __init__(self, text: str, running: bool) -> None:
+        super().__init__()
+        self.text = text
+        self.running = running

@@ -1,0 +1,33 @@
+"""What an operator can do, whatever runs the project (DESIGN §1).
+
+Three implementations: the embedded engine, a remote Bernstein task server,
+and file-only (a project no process runs). Every action returns an `Outcome`
+whose message the UI and the CLI show as it is: a refused action says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    ok: bool
+    message: str
+
+    @classmethod
+    def done(cls, message: str) -> Outcome:
+        return cls(True, message)
+
+    @classmethod
+    def refused(cls, message: str) -> Outcome:
+        return cls(False, message)
+
+
+class Control(Protocol):
+    def retry(self, task_id: str) -> Outcome: ...
+
+    def escalate(self, task_id: str, model: str | None = None) -> Outcome: ...
+
+    def cancel(self, task_id: str, reason: str) -> Outcome: ...

@@ -1,0 +1,1 @@
+"""Agent adapters and the process runner."""

@@ -1,0 +1,88 @@
+"""Control implementations for a local project: the live engine, another process's
+engine (through the inbox), and file-only (nobody runs the project)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from console.control import Control, Outcome
+from console.engine import inbox, operations
+from console.engine.engine import Engine
+from console.engine.errors import EngineError, OwnedElsewhere
+from console.engine.lock import EngineLock, bernstein_owner, engine_owner
+from console.engine.store import TaskStore
+from console.sdd.paths import SddPaths
+
+
+class EngineControl:
+    """Actions on the engine running in this process."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def retry(self, task_id: str) -> Outcome:
+        return self.engine.handle({"action": "retry", "task_id": task_id})
+
+    def escalate(self, task_id: str, model: str | None = None) -> Outcome:
+        return self.engine.handle({"action": "escalate", "task_id": task_id, "model": model})
+
+    def cancel(self, task_id: str, reason: str) -> Outcome:
+        return self.engine.handle({"action": "cancel", "task_id": task_id, "reason": reason})
+
+
+class InboxControl:
+    """Actions on an engine of ours running in another process."""
+
+    def __init__(self, paths: SddPaths, owner: str) -> None:
+        self.paths = paths
+        self.owner = owner
+
+    def _send(self, request: dict[str, object]) -> Outcome:
+        return inbox.submit(self.paths, request, owner=self.owner)
+
+    def retry(self, task_id: str) -> Outcome:
+        return self._send({"action": "retry", "task_id": task_id})
+
+    def escalate(self, task_id: str, model: str | None = None) -> Outcome:
+        return self._send({"action": "escalate", "task_id": task_id, "model": model})
+
+    def cancel(self, task_id: str, reason: str) -> Outcome:
+        return self._send({"action": "cancel", "task_id": task_id, "reason": reason})
+
+
+class FileControl:
+    """Actions on a project nobody runs: take the lock, change the task log, let go."""
+
+    def __init__(self, paths: SddPaths) -> None:
+        self.paths = paths
+
+    def _with_store(self, action) -> Outcome:  # type: ignore[no-untyped-def]
+        try:
+            with EngineLock(self.paths):
+                store = TaskStore(self.paths)
+                store.load()
+                return action(store)
+        except EngineError as exc:
+            return Outcome.refused(str(exc))
+
+    def retry(self, task_id: str) -> Outcome:
+        return self._with_store(lambda store: operations.retry(store, task_id))
+
+    def escalate(self, task_id: str, model: str | None = None) -> Outcome:
+        return self._with_store(lambda store: operations.escalate(store, task_id, model))
+
+    def cancel(self, task_id: str, reason: str) -> Outcome:
+        return self._with_store(lambda store: operations.cancel(store, task_id, reason))
+
+
+def local_control(root: Path) -> Control:
+    """The right Control for a local project; OwnedElsewhere if Bernstein runs it."""
+    paths = SddPaths(root.resolve())
+    owner = bernstein_owner(paths)
+    if owner is not None:
+        raise OwnedElsewhere(f"{paths.root} is run by a live {owner}; act through its "
+                             "task server (--server URL)")
+    engine = engine_owner(paths)
+    if engine is not None:
+        return InboxControl(paths, str(engine))
+    return FileControl(paths)

@@ -1,0 +1,263 @@
+"""The engine: a tick thread that ingests, unblocks and dispatches, and N worker threads.
+
+Only one engine runs a project at a time (`EngineLock`). On start it recovers
+from a crashed predecessor: orphaned agents are killed, tasks it had claimed are
+reopened (or marked done when their merge had already landed), stale worktrees
+removed. `stop()` kills running agents and puts their tasks back to open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from console.control import Outcome
+from console.engine import inbox, operations
+from console.engine.agents.process import scrubbed_env
+from console.engine.attempt import AttemptRunner, Running, kill_orphans, new_session
+from console.engine.errors import EngineError, IllegalTransition
+from console.engine.events import EventLog
+from console.engine.gitops import GitRepo
+from console.engine.ingest import SATISFIED, Ingestor, reconcile_blocked
+from console.engine.janitor import Janitor
+from console.engine.llm import LlmClient
+from console.engine.lock import EngineLock
+from console.engine.store import TaskStore
+from console.model import EngineEvent, Task, TaskState
+from console.sdd.fileio import atomic_write_text
+from console.sdd.paths import SddPaths
+from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
+from console.sdd.skeleton import init_project
+
+TICK_S = 0.2
+
+
+class Engine:
+    def __init__(self, root: Path, *, workers: int | None = None,
+                 config: ProjectConfig | None = None,
+                 echo: Callable[[EngineEvent], None] | None = None, fsync: bool = True) -> None:
+        self.paths = SddPaths(root.resolve())
+        self.config = config if config is not None else load_config(self.paths.root)
+        self.workers = max(1, workers or self.config.workers or 2)
+        self.session = f"engine-{uuid.uuid4().hex[:8]}"
+        self.events = EventLog(self.paths, echo=echo)
+        self.fsync = fsync
+        self.lock = EngineLock(self.paths)
+        self.stopping = threading.Event()
+        self.wake = threading.Event()
+        self.paused = False
+        self.running: dict[str, Running] = {}
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self.store: TaskStore
+        self.repo: GitRepo
+
+    # -- life cycle ------------------------------------------------------------
+
+    def start(self, *, create: bool = True) -> None:
+        """Take ownership and start the threads; raises OwnedElsewhere or EngineError."""
+        if not self.paths.sdd.is_dir():
+            if not create:
+                raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
+                                  "the project is initialised (bernstein-tui init)")
+            init_project(self.paths.root)
+        self.lock.acquire()
+        try:
+            for warning in self.config.warnings:
+                self.events.warning(warning.reason, file=warning.file)
+            self.repo = GitRepo(self.paths.root, self.config.base_branch)
+            self.store = TaskStore(self.paths, fsync=self.fsync)
+            self.store.load()
+            self.store.on_change(lambda task: self.wake.set())
+            self._ignore_worktrees()
+            self._recover()
+            env = scrubbed_env(DEFAULT_ENV_ALLOW, {})
+            janitor = Janitor(LlmClient(self.config.llm),
+                              test_timeout_s=self.config.test_timeout_s, env=env)
+            self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
+                                        self.events, self.session)
+            self.ingestor = Ingestor(self.store, self.paths, self.events)
+        except BaseException:
+            self.lock.release()
+            raise
+        for index in range(self.workers):
+            self._spawn(self._worker, f"engine-worker-{index}")
+        self._spawn(self._tick_loop, "engine-tick")
+        self.events.info(f"engine started: {self.workers} worker(s), base branch "
+                         f"'{self.repo.base}'")
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Kill running agents, reopen their tasks, release the project."""
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        for running in list(self.running.values()):
+            running.stopping = True
+            running.cancel.set()
+        for _ in range(self.workers):
+            self._queue.put(None)
+        self.wake.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
+        # tasks claimed but never started go back to open too
+        for task in self.store.snapshot():
+            if task.state is TaskState.CLAIMED:
+                self._reopen(task, "engine stopped before the attempt started")
+        self.events.info("engine stopped")
+        self.lock.release()
+
+    def _ignore_worktrees(self) -> None:
+        ignore = self.paths.sdd / "worktrees" / ".gitignore"
+        if not ignore.exists():
+            atomic_write_text(ignore, "*\n")
+
+    def _reopen(self, task: Task, why: str) -> None:
+        try:
+            self.store.transition(task.id, TaskState.OPEN, assigned_agent=None,
+                                  result_summary=why)
+        except IllegalTransition as exc:
+            self.events.error(str(exc), task_id=task.id)
+
+    def _recover(self) -> None:
+        kill_orphans(self.paths, self.events)
+        for task in self.store.snapshot():
+            if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
+                continue
+            branch = str(task.metadata.get("branch", ""))
+            if task.state is TaskState.IN_PROGRESS and branch and self.repo.is_merged(branch):
+                self.store.transition(task.id, TaskState.DONE,
+                                      reason="merged before the engine stopped (recovered)")
+                self.events.warning(f"{task.id}: its merge landed before the engine stopped; "
+                                    "marked done", task_id=task.id)
+                continue
+            self._reopen(task, "recovered: the engine that ran it stopped")
+            self.events.warning(f"{task.id} was {task.status} by a stopped engine; reopened",
+                                task_id=task.id)
+        worktrees = self.paths.sdd / "worktrees"
+        for path in sorted(worktrees.iterdir()) if worktrees.is_dir() else []:
+            if path.is_dir():
+                self.repo.remove_worktree(path)
+        self.repo.prune()
+
+    # -- the loops -------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                self.tick()
+            except Exception as exc:  # the loop must survive anything one tick hits
+                self.events.error(f"engine tick failed: {type(exc).__name__}: {exc}")
+            self.wake.wait(TICK_S)
+            self.wake.clear()
+
+    def tick(self) -> None:
+        self.ingestor.ingest()
+        reconcile_blocked(self.store)
+        inbox.drain(self.paths, self.handle)
+        if not self.paused and not self.stopping.is_set():
+            self._dispatch()
+
+    def _claimable(self, task: Task) -> bool:
+        if task.state is not TaskState.OPEN or task.id in self.running:
+            return False
+        deps = self.store.tasks
+        return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)
+
+    def _dispatch(self) -> None:
+        free = self.workers - len(self.running)
+        if free <= 0:
+            return
+        with self.store.lock:
+            ready = sorted((t for t in self.store.tasks.values() if self._claimable(t)),
+                           key=lambda t: (t.priority, t.created_at or 0.0, t.id))
+            for task in ready[:free]:
+                self.store.transition(task.id, TaskState.CLAIMED,
+                                      claimed_by_session=self.session)
+                self.running[task.id] = Running(task.id, new_session(task.role),
+                                                threading.Event())
+                self._queue.put(task.id)
+
+    def _worker(self) -> None:
+        while True:
+            task_id = self._queue.get()
+            if task_id is None:
+                return
+            running = self.running[task_id]
+            try:
+                if self.stopping.is_set():
+                    continue
+                self.runner.run(running)
+            except Exception as exc:
+                self.events.error(f"attempt for {task_id} crashed: {type(exc).__name__}: {exc}",
+                                  task_id=task_id)
+                with contextlib.suppress(EngineError):
+                    self.store.transition(task_id, TaskState.FAILED,
+                                          reason=f"engine error: {type(exc).__name__}: {exc}")
+            finally:
+                self.running.pop(task_id, None)
+                self.wake.set()
+
+    # -- status and control ----------------------------------------------------
+
+    def is_idle(self) -> bool:
+        """Nothing running, nothing claimable, no ticket waiting to be ingested."""
+        if self.running or not self._queue.empty():
+            return False
+        with self.store.lock:
+            if any(self._claimable(t) for t in self.store.tasks.values()):
+                return False
+        return not self.ingestor.pending()
+
+    def run_until_idle(self, *, timeout: float | None = None) -> bool:
+        """Block until idle twice in a row (a tick apart); False on timeout or stop."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        quiet = 0
+        while not self.stopping.is_set():
+            quiet = quiet + 1 if self.is_idle() else 0
+            if quiet >= 3:
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(TICK_S)
+        return False
+
+    def stop_agent(self, task_id: str) -> None:
+        running = self.running.get(task_id)
+        if running is not None:
+            running.cancel.set()
+
+    def handle(self, request: dict[str, object]) -> Outcome:
+        """One operator action, from the console, the CLI or the control inbox."""
+        action = str(request.get("action"))
+        task_id = str(request.get("task_id") or "")
+        if action == "retry":
+            outcome = operations.retry(self.store, task_id)
+        elif action == "escalate":
+            model = request.get("model")
+            outcome = operations.escalate(self.store, task_id, str(model) if model else None)
+        elif action == "cancel":
+            reason = str(request.get("reason") or "cancelled by the operator")
+            outcome = operations.cancel(self.store, task_id, reason, self.stop_agent)
+        elif action == "pause":
+            self.paused = True
+            outcome = Outcome.done("engine paused: running attempts finish, no new ones start")
+        elif action == "resume":
+            self.paused = False
+            outcome = Outcome.done("engine resumed")
+        else:
+            outcome = Outcome.refused(f"unknown action '{action}'")
+        self.events.emit("info" if outcome.ok else "warning", outcome.message,
+                         task_id=task_id or None)
+        self.wake.set()
+        return outcome

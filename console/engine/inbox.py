@@ -1,0 +1,69 @@
+"""Operator actions for an engine running in another process, through files.
+
+A request is a JSON file written atomically to runtime/control/inbox/; the
+engine's tick takes it, carries it out, and writes the outcome to
+runtime/control/outbox/<id>.json, which the requester waits for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from console.control import Outcome
+from console.sdd.fileio import atomic_write_json, read_json_object
+from console.sdd.paths import SddPaths
+
+
+def _dirs(paths: SddPaths) -> tuple[Path, Path]:
+    base = paths.sdd / "runtime" / "control"
+    return base / "inbox", base / "outbox"
+
+
+def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0,
+           owner: str = "the engine") -> Outcome:
+    inbox, outbox = _dirs(paths)
+    request_id = uuid.uuid4().hex
+    request = {**request, "id": request_id, "requested_at": time.time(),
+               "requested_by": os.environ.get("USER") or str(os.getuid())}
+    atomic_write_json(inbox / f"{request_id}.json", request)
+    answer = outbox / f"{request_id}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        data, _problem = read_json_object(answer, str(answer))
+        if data is not None:
+            with contextlib.suppress(FileNotFoundError):
+                answer.unlink()
+            return Outcome(bool(data.get("ok")), str(data.get("message", "")))
+        time.sleep(0.05)
+    with contextlib.suppress(FileNotFoundError):
+        (inbox / f"{request_id}.json").unlink()
+    return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s; nothing was done")
+
+
+def drain(paths: SddPaths, handle: Callable[[dict[str, object]], Outcome]) -> int:
+    """Carry out every waiting request (oldest first); returns how many."""
+    inbox, outbox = _dirs(paths)
+    try:
+        names = sorted(n for n in os.listdir(inbox) if n.endswith(".json")
+                       and not n.startswith("."))
+    except OSError:
+        return 0
+    done = 0
+    for name in names:
+        path = inbox / name
+        data, problem = read_json_object(path, str(path))
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        if data is None:
+            outcome = Outcome.refused(problem.reason if problem else "empty request")
+        else:
+            outcome = handle(data)
+        atomic_write_json(outbox / name, {"ok": outcome.ok, "message": outcome.message,
+                                          "answered_at": time.time()})
+        done += 1
+    return done

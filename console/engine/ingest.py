@@ -1,0 +1,211 @@
+"""Tickets in backlog/open/ become tasks; dependencies block and unblock them.
+
+A ticket that cannot be parsed, names an unknown dependency, reuses an id or
+closes a dependency cycle stays where it is and is reported once (file and
+reason). An ingested ticket moves to backlog/claimed/. A ticket without an id
+gets one derived from its file name and content, so a crash between creating
+the task and moving the file never creates it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from console.engine.errors import IllegalTransition
+from console.engine.events import EventLog
+from console.engine.store import TaskStore
+from console.model import Task, TaskState, Ticket
+from console.sdd.fileio import read_regular_file
+from console.sdd.paths import SddPaths
+from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
+
+SATISFIED = frozenset({"done", "closed"})
+DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    path: Path
+    ticket: Ticket
+    task_id: str
+
+
+def ticket_id(ticket: Ticket, path: Path, data: bytes) -> str:
+    if ticket.ticket_id:
+        return ticket.ticket_id
+    return hashlib.sha1(path.name.encode() + b"\0" + data).hexdigest()[:12]
+
+
+def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None,
+                     now: float) -> Task:
+    t = candidate.ticket
+    deadline = t.deadline
+    if deadline is None and t.sla_minutes is not None:
+        deadline = now + t.sla_minutes * 60
+    metadata = {"ticket": f"claimed/{candidate.path.name}", "tags": list(t.tags),
+                "ticket_type": t.task_type}
+    if t.sla_minutes is not None:
+        metadata["sla_minutes"] = t.sla_minutes
+    if t.require_review:
+        metadata["require_review"] = True
+    return Task(
+        id=candidate.task_id, title=t.title, description=t.description, role=t.role,
+        status=status.value, priority=t.priority, scope=t.scope, complexity=t.complexity,
+        estimated_minutes=t.estimated_minutes, depends_on=t.depends_on, owned_files=t.files,
+        result_summary=reason, created_at=now, deadline=deadline, model=t.model, effort=t.effort,
+        completion_signals=t.completion_signals, metadata=MappingProxyType(metadata),
+        extra=MappingProxyType({"approval_required": t.require_human_approval}),
+    )
+
+
+def _cycle(start: str, edges: dict[str, tuple[str, ...]]) -> list[str] | None:
+    """A dependency cycle through `start`, as a path that ends where it began."""
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for dep in edges.get(node, ()):
+            if dep == start:
+                return [*path, start]
+            if dep not in seen:
+                seen.add(dep)
+                stack.append((dep, [*path, dep]))
+    return None
+
+
+class Ingestor:
+    def __init__(self, store: TaskStore, paths: SddPaths, events: EventLog) -> None:
+        self.store = store
+        self.paths = paths
+        self.events = events
+        self._reported: dict[str, str] = {}  # file → last reason said, so it is said once
+
+    def _refuse(self, path: Path, reason: str) -> None:
+        display = self.paths.display(path)
+        if self._reported.get(display) != reason:
+            self._reported[display] = reason
+            self.events.warning(f"ticket not ingested: {reason}", file=display)
+
+    def _move(self, path: Path) -> str:
+        claimed = self.paths.sdd / "backlog" / "claimed"
+        claimed.mkdir(parents=True, exist_ok=True)
+        target = claimed / path.name
+        counter = 1
+        while target.exists():
+            target = claimed / f"{path.stem}.{counter}{path.suffix}"
+            counter += 1
+        os.replace(path, target)
+        self._reported.pop(self.paths.display(path), None)
+        return target.name
+
+    def pending(self) -> list[str]:
+        """Ticket files in backlog/open/ not (yet) refused: work that may still arrive."""
+        try:
+            names = os.listdir(self.paths.backlog_open)
+        except OSError:
+            return []
+        return sorted(n for n in names if n.endswith(TICKET_SUFFIXES) and not n.startswith(".")
+                      and self.paths.display(self.paths.backlog_open / n) not in self._reported)
+
+    def scan(self) -> list[Candidate]:
+        directory = self.paths.backlog_open
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return []
+        found = []
+        for name in names:
+            if name.startswith(".") or not name.endswith(TICKET_SUFFIXES):
+                continue
+            path = directory / name
+            data, problem = read_regular_file(path, self.paths.display(path), MAX_TICKET_BYTES)
+            if problem is not None:
+                self._refuse(path, problem.reason)
+                continue
+            if data is None:
+                continue
+            parsed = parse_ticket(data, self.paths.display(path))
+            if isinstance(parsed, TicketError):
+                self._refuse(path, parsed.reason)
+                continue
+            found.append(Candidate(path, parsed, ticket_id(parsed, path, data)))
+        return found
+
+    def ingest(self) -> list[Task]:
+        """One pass over backlog/open/; returns the tasks created."""
+        candidates = self.scan()
+        if not candidates:
+            return []
+        created: list[Task] = []
+        with self.store.lock:
+            existing = self.store.tasks
+            batch: dict[str, Candidate] = {}
+            for c in candidates:
+                prior = existing.get(c.task_id)
+                if prior is not None:
+                    if prior.metadata.get("ticket", "").endswith(c.path.name):
+                        self._move(c.path)  # created before a crash, never moved
+                    else:
+                        self._refuse(c.path, f"a task with id '{c.task_id}' already exists")
+                elif c.task_id in batch:
+                    self._refuse(c.path, f"id '{c.task_id}' is also used by "
+                                         f"{batch[c.task_id].path.name}")
+                else:
+                    batch[c.task_id] = c
+            edges = {tid: t.depends_on for tid, t in existing.items()}
+            edges.update({tid: c.ticket.depends_on for tid, c in batch.items()})
+            for tid, c in list(batch.items()):
+                unknown = [d for d in c.ticket.depends_on if d not in edges]
+                if unknown:
+                    self._refuse(c.path, "depends on unknown task " + ", ".join(
+                        repr(u) for u in unknown))
+                    del batch[tid]
+                    continue
+                cycle = _cycle(tid, edges)
+                if cycle:
+                    self._refuse(c.path, "dependency cycle " + " → ".join(cycle))
+                    del batch[tid]
+            now = self.store.clock()
+            for c in batch.values():
+                waiting = [d for d in c.ticket.depends_on
+                           if d in batch or existing[d].status not in SATISFIED]
+                status = TaskState.BLOCKED if waiting else TaskState.OPEN
+                reason = f"waiting for {', '.join(waiting)}" if waiting else None
+                task = self.store.create(task_from_ticket(c, status, reason, now))
+                self._move(c.path)
+                created.append(task)
+        for task in created:
+            self.events.info(f"ingested {task.id}: {task.title}", task_id=task.id)
+        return created
+
+
+def reconcile_blocked(store: TaskStore) -> list[Task]:
+    """Open blocked tasks whose dependencies are all done; say why the others still wait."""
+    changed = []
+    with store.lock:
+        for task in list(store.tasks.values()):
+            if task.state is not TaskState.BLOCKED or not task.depends_on:
+                continue
+            deps = [(d, store.tasks.get(d)) for d in task.depends_on]
+            missing = [d for d, t in deps if t is None]
+            dead = [f"{d} {t.status}" for d, t in deps if t is not None and t.status in DEAD_ENDS]
+            waiting = [d for d, t in deps if t is not None and t.status not in SATISFIED]
+            if missing:
+                reason = "dependency " + ", ".join(missing) + " does not exist"
+            elif dead:
+                reason = "blocked: dependency " + ", ".join(dead)
+            elif waiting:
+                reason = f"waiting for {', '.join(waiting)}"
+            else:
+                with contextlib.suppress(IllegalTransition):
+                    changed.append(store.transition(task.id, TaskState.OPEN, reason=None,
+                                                    result_summary=None))
+                continue
+            if task.result_summary != reason:
+                changed.append(store.update(task.id, result_summary=reason))
+    return changed

@@ -1,0 +1,153 @@
+"""The janitor: a task's completion signals checked in the attempt's worktree.
+
+Every path is confined to the worktree: `..`, absolute paths outside it and
+symlinks leading out fail with the reason. `llm_review` and `llm_judge` go
+through the one LLM client; with none configured they fail with "not
+configured" — never a made-up verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from console.engine.agents.process import AgentCommand, run_agent
+from console.engine.llm import LlmClient, LlmUnavailable
+from console.model import CompletionSignal
+
+MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SignalResult:
+    signal: CompletionSignal
+    passed: bool
+    detail: str
+
+    def __str__(self) -> str:
+        mark = "✓" if self.passed else "✗"
+        return f"{mark} {self.signal.type} {self.signal.value}: {self.detail}"
+
+
+class Confinement(ValueError):
+    pass
+
+
+def confine(worktree: Path, relative: str) -> Path:
+    """The path inside the worktree, or Confinement naming why it escapes."""
+    root = worktree.resolve()
+    candidate = Path(relative)
+    if candidate.is_absolute():
+        path = candidate
+    else:
+        if ".." in candidate.parts:
+            raise Confinement(f"path {relative!r} uses '..', outside the worktree")
+        path = root / candidate
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root):
+        why = "a symlink out of" if not candidate.is_absolute() else "outside"
+        raise Confinement(f"path {relative!r} is {why} the worktree")
+    return resolved
+
+
+class Janitor:
+    def __init__(self, llm: LlmClient, *, test_timeout_s: float = 120.0,
+                 env: dict[str, str] | None = None) -> None:
+        self.llm = llm
+        self.test_timeout_s = test_timeout_s
+        self.env = env
+
+    def check(self, signals: tuple[CompletionSignal, ...], worktree: Path, *, task_title: str,
+              log_path: Path, diff: str = "", cancel: threading.Event | None = None
+              ) -> list[SignalResult]:
+        """Each signal's verdict; test_passes output is appended to `log_path`."""
+        results = []
+        for signal in signals:
+            if signal.type == "llm_judge" and any(not r.passed for r in results):
+                results.append(SignalResult(signal, False, "skipped: other signals failed"))
+                continue
+            try:
+                passed, detail = self._one(signal, worktree, task_title, diff, cancel, log_path)
+            except Confinement as exc:
+                passed, detail = False, str(exc)
+            results.append(SignalResult(signal, passed, detail))
+        return results
+
+    def _one(self, signal: CompletionSignal, worktree: Path, title: str, diff: str,
+             cancel: threading.Event | None, log_path: Path) -> tuple[bool, str]:
+        kind, value = signal.type, signal.value
+        if kind == "path_exists":
+            path = confine(worktree, value)
+            return path.exists(), "exists" if path.exists() else "does not exist"
+        if kind == "glob_exists":
+            if Path(value).is_absolute() or ".." in Path(value).parts:
+                raise Confinement(f"glob {value!r} reaches outside the worktree")
+            root = worktree.resolve()
+            matches = [p for p in worktree.glob(value) if p.resolve().is_relative_to(root)]
+            return bool(matches), f"{len(matches)} match(es)"
+        if kind == "file_contains":
+            rel, _, needle = value.partition(" :: ")
+            path = confine(worktree, rel.strip())
+            if not path.is_file():
+                return False, f"{rel.strip()} does not exist"
+            with open(path, "rb") as handle:
+                text = handle.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
+            try:
+                found = re.search(needle, text, re.MULTILINE) is not None
+            except re.error:
+                found = needle in text
+            return found, "found" if found else f"{needle!r} not found in {rel.strip()}"
+        if kind == "test_passes":
+            return self._test(value, worktree, cancel, log_path)
+        if kind == "api_responds":
+            expected = signal.expected_status or 200
+            try:
+                status = httpx.get(value, timeout=10.0, follow_redirects=True).status_code
+            except httpx.HTTPError as exc:
+                return False, f"request failed: {type(exc).__name__}"
+            return status == expected, f"answered {status}, expected {expected}"
+        if kind in ("llm_review", "llm_judge"):
+            return self._llm(kind, value, title, diff)
+        return False, f"unknown signal type {kind}"
+
+    def _test(self, command: str, worktree: Path, cancel: threading.Event | None,
+              log_path: Path) -> tuple[bool, str]:
+        result = run_agent(AgentCommand(("/bin/sh", "-c", command), b"", self.env), worktree,
+                           timeout_s=self.test_timeout_s, log_path=log_path,
+                           cap_bytes=1024 * 1024,
+                           cancel=cancel or threading.Event(), kill_grace_s=1.0)
+        if result.timed_out:
+            return False, f"timed out after {self.test_timeout_s:.0f} s"
+        last = result.output_tail.strip().splitlines()[-1:] or [""]
+        if result.exit_code == 0:
+            return True, "exit 0"
+        return False, f"exit {result.exit_code}: {last[0][:160]}"
+
+    def _llm(self, kind: str, instruction: str, title: str, diff: str) -> tuple[bool, str]:
+        if not self.llm.configured:
+            return False, f"not configured: {self.llm.not_configured_reason()}"
+        system = ("You verify whether a coding agent's change satisfies a requirement. "
+                  + ("Answer with PASS or FAIL on the first line, then one line why."
+                     if kind == "llm_review" else
+                     'Answer with JSON: {"verdict": "accept"|"retry", "confidence": 0..1, '
+                     '"feedback": "..."}'))
+        user = f"Task: {title}\nRequirement: {instruction}\n\nDiff:\n{diff[:12000]}"
+        try:
+            reply = self.llm.chat(system, user, max_tokens=256)
+        except LlmUnavailable as exc:
+            return False, str(exc)
+        text = reply.text.strip()
+        if kind == "llm_review":
+            first = text.splitlines()[0].strip().upper() if text else ""
+            return first.startswith("PASS"), text[:200] or "empty answer"
+        try:
+            verdict = json.loads(text[text.find("{"): text.rfind("}") + 1])
+            accepted = verdict.get("verdict") == "accept"
+            return accepted, str(verdict.get("feedback", ""))[:200] or verdict.get("verdict", "")
+        except (ValueError, AttributeError):
+            return False, f"judge answered no verdict: {text[:160]}"

@@ -1,0 +1,101 @@
+"""One httpx client for an OpenAI-compatible chat-completions endpoint.
+
+With no endpoint configured, `LlmClient.configured` is False and every caller
+says so plainly and takes its deterministic path. The API key is read from the
+environment variable named in config and never logged or written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from console.sdd.project_config import LlmConfig
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class LlmUnavailable(Exception):
+    """Not configured, or the endpoint failed; the message is shown as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class LlmReply:
+    text: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LlmClient:
+    def __init__(self, config: LlmConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+        self.config = config
+        self._client: httpx.Client | None = None
+        self._transport = transport
+
+    @property
+    def configured(self) -> bool:
+        return self.config.configured
+
+    def not_configured_reason(self) -> str:
+        return "no LLM endpoint configured (set llm.base_url in bernstein.yaml)"
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            headers = {"Content-Type": "application/json"}
+            key = os.environ.get(self.config.api_key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            self._client = httpx.Client(base_url=str(self.config.base_url).rstrip("/"),
+                                        headers=headers, timeout=self.config.timeout_s,
+                                        transport=self._transport)
+        return self._client
+
+    def chat(self, system: str, user: str, *, max_tokens: int = 512,
+             model: str | None = None) -> LlmReply:
+        if not self.configured:
+            raise LlmUnavailable(self.not_configured_reason())
+        body = {"model": model or self.config.model, "max_tokens": max_tokens,
+                "temperature": 0,
+                "messages": [{"role": "system", "content": system},
+                             {"role": "user", "content": user}]}
+        delay = 0.5
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                response = self._http().post("/chat/completions", json=body)
+            except httpx.HTTPError as exc:
+                if attempt == self.config.max_retries:
+                    raise LlmUnavailable(f"LLM endpoint unreachable: {type(exc).__name__}: "
+                                         f"{exc}") from None
+            else:
+                if response.status_code in RETRY_STATUSES and attempt < self.config.max_retries:
+                    pass
+                elif response.status_code >= 400:
+                    raise LlmUnavailable(f"LLM endpoint answered {response.status_code}: "
+                                         f"{response.text[:200]}")
+                else:
+                    return self._reply(response, body["model"])
+            time.sleep(delay)
+            delay *= 2
+        raise LlmUnavailable("LLM endpoint kept failing")  # pragma: no cover - loop returns
+
+    @staticmethod
+    def _reply(response: httpx.Response, model: str) -> LlmReply:
+        try:
+            data = response.json()
+            text = data["choices"][0]["message"]["content"] or ""
+            usage = data.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LlmUnavailable(f"LLM endpoint answered an unexpected body: "
+                                 f"{response.text[:200]}") from None
+        return LlmReply(str(text), str(data.get("model") or model),
+                        int(usage.get("prompt_tokens") or 0),
+                        int(usage.get("completion_tokens") or 0))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

@@ -1,0 +1,93 @@
+"""Operator actions on a task store: retry, escalate, cancel.
+
+Shared by the running engine and by the file-only control, so an action means
+the same thing whoever carries it out. Refusals name the state and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from console.control import Outcome
+from console.engine.errors import EngineError, IllegalTransition
+from console.engine.router import LADDER, next_tier
+from console.engine.store import TaskStore
+from console.model import TaskState
+
+CANCELLABLE = frozenset({TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRESS,
+                         TaskState.BLOCKED, TaskState.WAITING_FOR_SUBTASKS, TaskState.PLANNED,
+                         TaskState.BLOCKED_BY_ABANDON, TaskState.BLOCKED_BY_FAILED_DEP,
+                         TaskState.SUSPENDED})
+
+
+def retry(store: TaskStore, task_id: str) -> Outcome:
+    """failed → open with retry_count + 1 (Bernstein's batch-ops retry); same id."""
+    try:
+        task = store.get(task_id)
+        if task.state is TaskState.CANCELLED:
+            return Outcome.refused(f"task {task_id} is cancelled, which is terminal in "
+                                   "Bernstein's state machine; retry is refused")
+        if task.state is not TaskState.FAILED:
+            return Outcome.refused(f"task {task_id} is {task.status}; only a failed task "
+                                   "can be retried")
+        store.transition(task_id, TaskState.OPEN, assigned_agent=None, result_summary=None,
+                         retry_count=task.retry_count + 1)
+    except EngineError as exc:
+        return Outcome.refused(str(exc))
+    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1})")
+
+
+def escalate(store: TaskStore, task_id: str, model: str | None = None,
+             ladder: tuple[str, ...] = LADDER) -> Outcome:
+    """The next attempt runs on a stronger model; a failed task is reopened for it."""
+    try:
+        task = store.get(task_id)
+        if task.is_terminal:
+            return Outcome.refused(f"task {task_id} is {task.status}; nothing to escalate")
+        current = task.model or str(task.metadata.get("last_model") or ladder[0])
+        target = model or next_tier(current, ladder)
+        if target is None:
+            return Outcome.refused(f"task {task_id} already runs on the top tier ({current})")
+        if task.state is TaskState.FAILED:
+            store.transition(task_id, TaskState.OPEN, model=target, assigned_agent=None,
+                             result_summary=None, retry_count=task.retry_count + 1,
+                             metadata={"escalated_from": current})
+            return Outcome.done(f"task {task_id} reopened on {target} (was {current})")
+        store.update(task_id, model=target, metadata={"escalated_from": current})
+    except EngineError as exc:
+        return Outcome.refused(str(exc))
+    when = "its running attempt finishes on the old model; the next" if (
+        task.state is TaskState.IN_PROGRESS) else "the next attempt"
+    return Outcome.done(f"task {task_id}: {when} runs on {target} (was {current})")
+
+
+def cancel(store: TaskStore, task_id: str, reason: str,
+           stop_agent: Callable[[str], None] | None = None) -> Outcome:
+    """Cancel the task and its subtasks (Bernstein's cascade); kill running agents."""
+    try:
+        root = store.get(task_id)
+        if root.state not in CANCELLABLE:
+            return Outcome.refused(f"task {task_id} is {root.status}; only open, claimed, "
+                                   "running, blocked or waiting tasks can be cancelled")
+        cancelled = []
+        with store.lock:
+            todo = [root]
+            while todo:
+                task = todo.pop()
+                todo.extend(store.children(task.id))
+                if task.state not in CANCELLABLE:
+                    continue
+                try:
+                    store.transition(task.id, TaskState.CANCELLED,
+                                     reason=reason if task.id == task_id
+                                     else f"cancelled with parent {task_id}: {reason}")
+                except IllegalTransition:
+                    continue
+                cancelled.append(task.id)
+        if stop_agent is not None:
+            for tid in cancelled:
+                stop_agent(tid)
+    except EngineError as exc:
+        return Outcome.refused(str(exc))
+    extra = f" and {len(cancelled) - 1} subtask(s)" if len(cancelled) > 1 else ""
+    return Outcome.done(f"task {task_id}{extra} cancelled: {reason}")

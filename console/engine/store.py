@@ -1,0 +1,166 @@
+"""The engine's task store: the one place a task's state changes.
+
+Every change goes through `transition` (state changes, checked against the
+transition table) or `update` (other fields); each appends the full record to
+runtime/tasks.jsonl, and terminal changes also append an archive record. The
+in-memory map and the file never disagree because both change under one lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterable
+from types import MappingProxyType
+from typing import Any
+
+from console.engine.errors import EngineError, IllegalTransition
+from console.model import TRANSITIONS, Problem, Task, TaskState
+from console.sdd.fields import RecordError
+from console.sdd.fileio import append_jsonl
+from console.sdd.paths import Kind, SddPaths
+from console.sdd.state import DECODERS
+from console.sdd.tail import JsonlTail
+from console.sdd.task_codec import encode_task
+
+ARCHIVED_STATES = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED})
+_COMPLETING = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED})
+
+
+def archive_record(task: Task) -> dict[str, Any]:
+    """Bernstein's ArchiveRecord (reference §2.5)."""
+    duration = (round(task.completed_at - task.created_at, 3)
+                if task.completed_at is not None and task.created_at is not None else None)
+    return {
+        "task_id": task.id, "title": task.title, "role": task.role, "status": task.status,
+        "created_at": task.created_at, "completed_at": task.completed_at,
+        "duration_seconds": duration, "result_summary": task.result_summary, "cost_usd": None,
+        "assigned_agent": task.assigned_agent, "owned_files": list(task.owned_files),
+        "tenant_id": task.tenant_id, "claimed_by_session": task.claimed_by_session,
+    }
+
+
+class TaskStore:
+    """Tasks as the engine owns them; readers elsewhere see the same file."""
+
+    def __init__(self, paths: SddPaths, *, clock: Callable[[], float] = time.time,
+                 fsync: bool = True) -> None:
+        self.paths = paths
+        self.clock = clock
+        self.fsync = fsync
+        self.lock = threading.RLock()
+        self.tasks: dict[str, Task] = {}
+        self.problems: list[Problem] = []
+        self._listeners: list[Callable[[Task], None]] = []
+
+    def load(self) -> None:
+        """Replay runtime/tasks.jsonl: the last full record per id wins."""
+        path = self.paths.of(Kind.TASKS)
+        display = self.paths.display(path)
+        tail = JsonlTail(path, display)
+        with self.lock:
+            self.tasks.clear()
+            while True:
+                batch = tail.read(8 * 1024 * 1024)
+                if batch.file_error:
+                    raise EngineError(f"{display} {batch.file_error}")
+                self.problems.extend(batch.problems)
+                for line, raw in batch.records:
+                    try:
+                        task = DECODERS[Kind.TASKS](raw)
+                    except RecordError as exc:
+                        self.problems.append(Problem(display, line, str(exc)))
+                        continue
+                    self.tasks[task.id] = task
+                if not batch.more:
+                    break
+
+    def on_change(self, listener: Callable[[Task], None]) -> None:
+        self._listeners.append(listener)
+
+    def get(self, task_id: str) -> Task:
+        with self.lock:
+            try:
+                return self.tasks[task_id]
+            except KeyError:
+                raise EngineError(f"no task with id '{task_id}'") from None
+
+    def snapshot(self) -> list[Task]:
+        with self.lock:
+            return list(self.tasks.values())
+
+    # -- the only writers of task records --------------------------------------
+
+    def _write(self, task: Task, *, archive: bool = False) -> Task:
+        append_jsonl(self.paths.of(Kind.TASKS), [encode_task(task)], fsync=self.fsync)
+        if archive:
+            append_jsonl(self.paths.of(Kind.ARCHIVE), [archive_record(task)], fsync=self.fsync)
+        self.tasks[task.id] = task
+        for listener in self._listeners:
+            listener(task)
+        return task
+
+    def create(self, task: Task) -> Task:
+        with self.lock:
+            if task.id in self.tasks:
+                raise EngineError(f"a task with id '{task.id}' already exists")
+            if task.state is None:
+                raise EngineError(f"task {task.id}: unknown state '{task.status}'")
+            return self._write(dataclasses.replace(
+                task, version=1, created_at=task.created_at or self.clock()))
+
+    def transition(self, task_id: str, dst: TaskState, *, reason: str | None = None,
+                   metadata: dict[str, Any] | None = None, **changes: Any) -> Task:
+        """Move a task to `dst` or raise IllegalTransition naming both states."""
+        with self.lock:
+            task = self.get(task_id)
+            src = task.state
+            if src is None:
+                raise IllegalTransition(
+                    f"task {task_id} is in state '{task.status}', which no transition leaves")
+            if dst not in TRANSITIONS[src]:
+                allowed = ", ".join(sorted(s.value for s in TRANSITIONS[src])) or "nothing"
+                raise IllegalTransition(
+                    f"task {task_id}: {src.value} → {dst.value} is not allowed "
+                    f"({src.value} can go to: {allowed})")
+            now = self.clock()
+            stamps: dict[str, Any] = {}
+            if dst is TaskState.CLAIMED:
+                stamps["claimed_at"] = now
+            if dst in _COMPLETING:
+                stamps["completed_at"] = now
+            if dst is TaskState.CLOSED:
+                stamps["closed_at"] = now
+            if dst is TaskState.OPEN:
+                stamps.update(completed_at=None)
+            if reason is not None:
+                stamps["result_summary"] = reason
+            return self._write(self._changed(task, metadata, status=dst.value, **stamps,
+                                             **changes), archive=dst in ARCHIVED_STATES)
+
+    def update(self, task_id: str, *, metadata: dict[str, Any] | None = None,
+               **changes: Any) -> Task:
+        """Change fields other than the state; `status` is refused here."""
+        if "status" in changes:
+            raise EngineError("state changes go through transition()")
+        with self.lock:
+            return self._write(self._changed(self.get(task_id), metadata, **changes))
+
+    @staticmethod
+    def _changed(task: Task, metadata: dict[str, Any] | None, **changes: Any) -> Task:
+        if metadata is not None:
+            merged = dict(task.metadata)
+            merged.update(metadata)
+            changes["metadata"] = MappingProxyType(merged)
+        return dataclasses.replace(task, version=task.version + 1, **changes)
+
+    # -- queries ---------------------------------------------------------------
+
+    def children(self, task_id: str) -> Iterable[Task]:
+        with self.lock:
+            return [t for t in self.tasks.values() if t.parent_task_id == task_id]
+
+    def dependants(self, task_id: str) -> Iterable[Task]:
+        with self.lock:
+            return [t for t in self.tasks.values() if task_id in t.depends_on]

@@ -1,0 +1,87 @@
+"""`bernstein-tui run`: the engine without the console, with rich progress.
+
+A line per engine event, and (on a terminal) a live table of running tasks
+with state, model and elapsed time. Ctrl-C or SIGTERM stops cleanly: agents are
+killed and their tasks go back to open.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from console.engine.engine import Engine
+from console.model import EngineEvent, TaskState, state_label
+
+LEVEL_MARK = {"info": "·", "warning": "⚠", "error": "✗"}
+
+
+def _running_table(engine: Engine) -> Table:
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    for column in ("task", "state", "model", "elapsed", "title"):
+        table.add_column(column)
+    now = time.time()
+    for task in engine.store.snapshot():
+        if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
+            continue
+        elapsed = now - (task.claimed_at or now)
+        table.add_row(task.id, state_label(task.status),
+                      str(task.metadata.get("last_model") or task.model or "—"),
+                      f"{elapsed:5.1f}s", task.title[:60])
+    return table
+
+
+def _counts_line(engine: Engine) -> Text:
+    counts = Counter(t.status for t in engine.store.snapshot())
+    parts = [f"{state_label(s.value)} {counts[s.value]}" for s in TaskState if counts[s.value]]
+    paused = "  [paused]" if engine.paused else ""
+    return Text(f"{sum(counts.values())} tasks  " + "  ".join(parts) + paused)
+
+
+def run_headless(root: Path, *, workers: int | None, until_idle: bool,
+                 console: Console | None = None) -> tuple[Engine, Counter[str]]:
+    out = console or Console()
+
+    def echo(event: EngineEvent) -> None:
+        mark = LEVEL_MARK.get(event.level, "·")
+        where = f" [{event.file}]" if event.file else ""
+        out.print(f"{time.strftime('%H:%M:%S')} {mark} {event.message}{where}",
+                  markup=False, highlight=False, soft_wrap=True)
+
+    engine = Engine(root, workers=workers, echo=echo)
+    engine.start()
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        live = (Live(get_renderable=lambda: Group(_counts_line(engine), _running_table(engine)),
+                     console=out, refresh_per_second=4, transient=True)
+                if out.is_terminal else None)
+        try:
+            if live is not None:
+                live.start()
+            if until_idle:
+                engine.run_until_idle()
+            else:
+                engine.stopping.wait()
+        finally:
+            if live is not None:
+                live.stop()
+    except KeyboardInterrupt:
+        out.print("stopping: killing running agents and reopening their tasks …")
+    finally:
+        engine.stop()
+        signal.signal(signal.SIGTERM, previous)
+    counts = Counter(t.status for t in engine.store.snapshot())
+    out.print(_counts_line(engine), highlight=False)
+    return engine, counts
