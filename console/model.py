@@ -209,6 +209,7 @@ class Ticket:
     sla_minutes: float | None = None
     require_review: bool = False
     require_human_approval: bool = False
+    cli: str | None = None  # adapter override
     form: str = "yaml"  # yaml | front-matter | markdown
 
 

@@ -8,7 +8,6 @@ it returns.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -22,6 +21,7 @@ from console.engine.errors import AdapterError, EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.gitops import GitRepo
 from console.engine.janitor import Janitor
+from console.engine.orphans import PROJECT_MARKER, proc_start_ticks
 from console.engine.roles import load_role, render_prompt
 from console.engine.router import route
 from console.engine.store import TaskStore
@@ -41,15 +41,6 @@ class Running:
     session: str
     cancel: threading.Event
     stopping: bool = False  # the engine is shutting down: reopen, do not fail
-
-
-def proc_start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks (/proc), to tell a pid from its reuse."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 class AttemptRunner:
@@ -132,7 +123,7 @@ class AttemptRunner:
     def _work(self, task: Task, running: Running, attempt: int, model: str, effort: str,
               role, worktree: Path, log_path: Path, branch: str) -> tuple[TaskState, str]:
         extra_env = {"BERNSTEIN_MODEL": model, "BERNSTEIN_TASK_ID": task.id,
-                     "BERNSTEIN_ATTEMPT": str(attempt)}
+                     "BERNSTEIN_ATTEMPT": str(attempt), PROJECT_MARKER: str(self.paths.root)}
         extra_env.update({k: os.environ[k] for k in self.config.agents.env if k in os.environ})
         env = scrubbed_env(DEFAULT_ENV_ALLOW, extra_env)
         ctx = AgentContext(task, render_prompt(role, task), model, effort, attempt, worktree, env)
@@ -210,27 +201,3 @@ class AttemptRunner:
 
 def new_session(role: str) -> str:
     return f"{role}-{uuid.uuid4().hex[:8]}"
-
-
-def kill_orphans(paths: SddPaths, events: EventLog) -> list[str]:
-    """Agents left running by a dead engine: kill their process groups, return task ids."""
-    import signal
-
-    found = []
-    directory = paths.sdd / "runtime" / "pids"
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
-        try:
-            info = json.loads(path.read_text())
-            pgid, ticks = int(info["pgid"]), info.get("start_ticks")
-        except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)
-            continue
-        if ticks is not None and proc_start_ticks(pgid) == ticks:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-                events.warning(f"killed agent {info.get('session')} (pid {pgid}) left running "
-                               "by a stopped engine", task_id=info.get("task_id"))
-        found.append(str(info.get("task_id")))
-        path.unlink(missing_ok=True)
-    return found
-

@@ -19,7 +19,7 @@ from pathlib import Path
 from console.control import Outcome
 from console.engine import inbox, operations
 from console.engine.agents.process import scrubbed_env
-from console.engine.attempt import AttemptRunner, Running, kill_orphans, new_session
+from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.gitops import GitRepo
@@ -27,6 +27,7 @@ from console.engine.ingest import SATISFIED, Ingestor, reconcile_blocked
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
+from console.engine.orphans import PROJECT_MARKER, reap_orphans
 from console.engine.store import TaskStore
 from console.model import EngineEvent, Task, TaskState
 from console.sdd.fileio import atomic_write_text
@@ -76,7 +77,7 @@ class Engine:
             self.store.on_change(lambda task: self.wake.set())
             self._ignore_worktrees()
             self._recover()
-            env = scrubbed_env(DEFAULT_ENV_ALLOW, {})
+            env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root)})
             janitor = Janitor(LlmClient(self.config.llm),
                               test_timeout_s=self.config.test_timeout_s, env=env)
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
@@ -130,7 +131,9 @@ class Engine:
             self.events.error(str(exc), task_id=task.id)
 
     def _recover(self) -> None:
-        kill_orphans(self.paths, self.events)
+        reap_orphans(self.paths, self.events)
+        for note in self.repo.recover():
+            self.events.warning(note)
         for task in self.store.snapshot():
             if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
                 continue
@@ -142,6 +145,8 @@ class Engine:
                                     "marked done", task_id=task.id)
                 continue
             self._reopen(task, "recovered: the engine that ran it stopped")
+            if branch:
+                self.repo.delete_branch(branch)
             self.events.warning(f"{task.id} was {task.status} by a stopped engine; reopened",
                                 task_id=task.id)
         worktrees = self.paths.sdd / "worktrees"

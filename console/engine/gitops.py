@@ -9,14 +9,17 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from console.engine.errors import EngineError
+from console.engine.orphans import PROJECT_MARKER
 
-IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid")
+IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid",
+            "-c", "gc.auto=0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,9 @@ class GitRepo:
         if self.repo.bare:
             raise EngineError(f"{root} is a bare repository; the engine needs a checkout")
         self.root = Path(self.repo.working_tree_dir or root)
-        self.merge_lock = threading.Lock()
+        # one git command at a time for anything that touches shared repository
+        # metadata (worktree admin dirs, branch refs, the base checkout)
+        self.lock = threading.RLock()
         if not self.repo.head.is_valid():
             raise EngineError(f"{root} has no commits yet; commit once so agents can branch "
                               "from it")
@@ -61,7 +66,9 @@ class GitRepo:
                               "bernstein.yaml") from None
 
     def _git(self, cwd: Path | None = None) -> git.Git:
-        return git.Git(str(cwd or self.root))
+        command = git.Git(str(cwd or self.root))
+        command.update_environment(**{PROJECT_MARKER: str(self.root)})
+        return command
 
     def branch_exists(self, branch: str) -> bool:
         try:
@@ -73,15 +80,31 @@ class GitRepo:
 
     def add_worktree(self, path: Path, branch: str) -> None:
         cmd = self._git()
-        try:
-            if path.exists():
-                self.remove_worktree(path)
-            if self.branch_exists(branch):
-                cmd.execute(["git", "branch", "-D", branch])
-            cmd.execute(["git", "worktree", "add", "-q", "-b", branch, str(path), self.base])
-        except git.GitCommandError as exc:
-            raise EngineError(f"cannot create worktree {path.name} on {branch}: "
-                              f"{_short(exc)}") from None
+        with self.lock:
+            try:
+                self._add_worktree(cmd, path, branch)
+            except git.GitCommandError:
+                self._drop_broken_admin_dirs()  # left by a git killed mid-way; then once more
+                try:
+                    self._add_worktree(cmd, path, branch)
+                except git.GitCommandError as exc:
+                    raise EngineError(f"cannot create worktree {path.name} on {branch}: "
+                                      f"{_short(exc)}") from None
+
+    def _add_worktree(self, cmd: git.Git, path: Path, branch: str) -> None:
+        if path.exists():
+            self.remove_worktree(path)
+        if self.branch_exists(branch):
+            cmd.execute(["git", "branch", "-D", branch])
+        cmd.execute(["git", "worktree", "add", "-q", "-b", branch, str(path), self.base])
+
+    def _drop_broken_admin_dirs(self) -> None:
+        """Worktree admin dirs missing their gitdir/commondir make every worktree command fail."""
+        admin = Path(self.repo.git_dir) / "worktrees"
+        for entry in admin.iterdir() if admin.is_dir() else []:
+            if not ((entry / "gitdir").is_file() and (entry / "commondir").is_file()):
+                shutil.rmtree(entry, ignore_errors=True)
+        self.prune()
 
     def commit_all(self, worktree: Path, message: str) -> tuple[str, ...]:
         """Commit everything the agent changed; return the files changed against base."""
@@ -97,7 +120,7 @@ class GitRepo:
         return tuple(n for n in names.splitlines() if n)
 
     def merge(self, branch: str, message: str) -> MergeResult:
-        with self.merge_lock:
+        with self.lock:
             cmd = self._git()
             try:
                 current = cmd.execute(["git", "symbolic-ref", "--short", "HEAD"]).strip()
@@ -141,16 +164,40 @@ class GitRepo:
 
     def remove_worktree(self, path: Path, branch: str | None = None) -> None:
         cmd = self._git()
-        with contextlib.suppress(git.GitCommandError):
-            cmd.execute(["git", "worktree", "remove", "--force", str(path)])
-        if path.exists():
-            shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(git.GitCommandError):
-            cmd.execute(["git", "worktree", "prune"])
-        if branch is not None:
+        with self.lock:
             with contextlib.suppress(git.GitCommandError):
-                cmd.execute(["git", "branch", "-D", branch])
+                cmd.execute(["git", "worktree", "remove", "--force", str(path)])
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(git.GitCommandError):
+                cmd.execute(["git", "worktree", "prune"])
+            if branch is not None:
+                self.delete_branch(branch)
+
+    def delete_branch(self, branch: str) -> None:
+        with self.lock, contextlib.suppress(git.GitCommandError):
+            self._git().execute(["git", "branch", "-D", branch])
+
+    def recover(self, wait_s: float = 10.0) -> list[str]:
+        """After a crash: let an orphaned git finish, then clear what it left. Returns notes."""
+        notes = []
+        git_dir = Path(self.repo.git_dir)
+        self._drop_broken_admin_dirs()
+        lock = git_dir / "index.lock"
+        deadline = time.monotonic() + wait_s
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if lock.exists():
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            notes.append(f"removed a stale {lock} left by a stopped engine")
+        if (git_dir / "MERGE_HEAD").exists():
+            with contextlib.suppress(git.GitCommandError):
+                self._git().execute(["git", "merge", "--abort"])
+            notes.append("aborted a merge a stopped engine left unfinished")
+        self.prune()
+        return notes
 
     def prune(self) -> None:
-        with contextlib.suppress(git.GitCommandError):
+        with self.lock, contextlib.suppress(git.GitCommandError):
             self._git().execute(["git", "worktree", "prune"])

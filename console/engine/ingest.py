@@ -59,7 +59,8 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
         estimated_minutes=t.estimated_minutes, depends_on=t.depends_on, owned_files=t.files,
         result_summary=reason, created_at=now, deadline=deadline, model=t.model, effort=t.effort,
         completion_signals=t.completion_signals, metadata=MappingProxyType(metadata),
-        extra=MappingProxyType({"approval_required": t.require_human_approval}),
+        extra=MappingProxyType({"approval_required": t.require_human_approval,
+                                **({"cli": t.cli} if t.cli else {})}),
     )
 
 

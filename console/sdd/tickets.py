@@ -101,6 +101,7 @@ def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
         sla_minutes=opt_float(fields, "sla_minutes"),
         require_review=bool_or(fields, "require_review", False),
         require_human_approval=bool_or(fields, "require_human_approval", False),
+        cli=opt_str(fields, "cli") or opt_str(fields, "agent"),
     )
 
 

@@ -1,0 +1,101 @@
+"""Processes a dead engine left behind: found, waited for or killed before anything reruns.
+
+Every process the engine starts (agents, janitor commands, git) carries
+BERNSTEIN_TUI_PROJECT=<project root> in its environment, and each agent's pid is
+also recorded in runtime/pids/. A new engine calls `reap_orphans` while holding
+the project lock, so every marked process it finds belongs to an engine that is
+gone: agents are killed with their process groups; git commands are given time
+to finish (killing git mid-write would leave the repository half-updated).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+
+from console.engine.events import EventLog
+from console.sdd.paths import SddPaths
+
+PROJECT_MARKER = "BERNSTEIN_TUI_PROJECT"
+
+
+def proc_start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks (/proc), to tell a pid from its reuse."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+def marked_processes(root: str) -> list[int]:
+    """Live processes whose environment says they work for this project."""
+    needle = f"{PROJECT_MARKER}={root}".encode()
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle in handle.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        pgid = os.getpgid(pid)
+        if pgid == pid:
+            os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0) -> list[str]:
+    """Kill a dead engine's agents, let its git commands finish; return the agents' task ids."""
+    tasks = []
+    directory = paths.sdd / "runtime" / "pids"
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        try:
+            info = json.loads(path.read_text())
+            pgid, ticks = int(info["pgid"]), info.get("start_ticks")
+        except (OSError, ValueError, KeyError, TypeError):
+            path.unlink(missing_ok=True)
+            continue
+        if ticks is not None and proc_start_ticks(pgid) == ticks:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+                events.warning(f"killed agent {info.get('session')} (pid {pgid}) left running "
+                               "by a stopped engine", task_id=info.get("task_id"))
+        tasks.append(str(info.get("task_id")))
+        path.unlink(missing_ok=True)
+    root = str(paths.root)
+    deadline = time.monotonic() + git_wait_s
+    while True:
+        marked = marked_processes(root)
+        gits = [pid for pid in marked if _comm(pid).startswith("git")]
+        for pid in marked:
+            if pid not in gits:
+                _kill(pid)  # an agent (or its child) started but never recorded
+        if not gits:
+            break
+        if time.monotonic() > deadline:
+            for pid in gits:
+                _kill(pid)
+            events.warning(f"killed {len(gits)} git command(s) a stopped engine left running")
+            break
+        time.sleep(0.05)
+    return tasks

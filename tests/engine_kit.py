@@ -1,0 +1,64 @@
+"""Helpers for engine tests: a real git repo, the spec agent, tickets, reading results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from console.sdd.skeleton import init_project
+from console.sdd.source import LocalSource
+
+SPEC_AGENT = Path(__file__).resolve().parent / "agents" / "spec_agent.py"
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def make_repo(base: Path, *, config: str = "", workers: int | None = None) -> Path:
+    root = base / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "test")
+    git(root, "config", "user.email", "test@example.invalid")
+    (root / "README.md").write_text("# test project\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    init_project(root)
+    lines = [
+        "agents:",
+        "  script:",
+        f"    command: [{json.dumps(sys.executable)}, {json.dumps(str(SPEC_AGENT))}]",
+        "  env: [SPEC_AGENT_LOG, SPEC_AGENT_LOCKS]",
+        "  kill_grace_s: 0.5",
+    ]
+    if workers:
+        lines.append(f"workers: {workers}")
+    text = "\n".join(lines) + "\n" + textwrap.dedent(config)
+    (root / "bernstein.yaml").write_text(text)
+    return root
+
+
+def ticket(root: Path, name: str, **fields: Any) -> Path:
+    import yaml
+
+    path = root / ".sdd" / "backlog" / "open" / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(fields, sort_keys=False))
+    return path
+
+
+def tasks(root: Path) -> dict[str, Any]:
+    source = LocalSource(root)
+    source.load()
+    return source.state.tasks
+
+
+def agent_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,62 @@
+"""Controls against an engine running in another process (the inbox), and ownership."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from console.engine.lock import engine_owner
+from console.sdd.paths import SddPaths
+from tests.engine_kit import agent_log, make_repo, tasks, ticket
+
+
+def _cli(root: Path, *args: str, env: dict[str, str] | None = None):
+    return subprocess.run([sys.executable, "-m", "console", "-C", str(root), *args],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def _wait(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> None:
+    root = make_repo(tmp_path)
+    ticket(root, "fails", id="F", title="fails once", description="exit 2")
+    ticket(root, "slow", id="S", title="slow", description="sleep 30")
+    env = {**os.environ, "SPEC_AGENT_LOG": str(tmp_path / "agent.log")}
+    engine = subprocess.Popen([sys.executable, "-m", "console", "-C", str(root), "run",
+                               "--workers", "2"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        _wait(lambda: "F" in tasks(root) and tasks(root)["F"].status == "failed"
+              and tasks(root)["S"].status == "in_progress")
+        owner = engine_owner(SddPaths(root))
+        assert owner is not None and owner.pid == engine.pid
+
+        second = _cli(root, "run", "--until-idle")
+        assert second.returncode == 1
+        assert f"run by another bernstein-tui engine (pid {engine.pid}" in second.stderr
+
+        cancelled = _cli(root, "cancel", "S", "--reason", "too slow")
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert cancelled.stdout.strip() == "task S cancelled: too slow"
+        _wait(lambda: tasks(root)["S"].status == "cancelled")
+
+        retried = _cli(root, "retry", "F")
+        assert retried.returncode == 0 and "open again" in retried.stdout
+        _wait(lambda: tasks(root)["F"].retry_count == 1
+              and tasks(root)["F"].status == "failed")  # the engine ran it again
+        refused = _cli(root, "retry", "S")
+        assert refused.returncode == 1 and "terminal" in refused.stderr
+    finally:
+        engine.terminate()
+        assert engine.wait(timeout=30) == 0
+    assert engine_owner(SddPaths(root)) is None  # SIGTERM: a clean stop releases the project
+    events = [e["event"] for e in agent_log(tmp_path / "agent.log") if e["task"] == "S"]
+    assert events == ["start"]  # the cancel killed the sleeping agent before its end

@@ -1,0 +1,203 @@
+"""The one transition function, the lock, ingestion and recovery."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from console.engine.errors import IllegalTransition, OwnedElsewhere
+from console.engine.events import EventLog
+from console.engine.ingest import Ingestor, reconcile_blocked
+from console.engine.lock import EngineLock, find_owner
+from console.engine.roles import load_role
+from console.engine.router import next_tier, route
+from console.engine.store import TaskStore
+from console.model import TRANSITIONS, Task, TaskState
+from console.sdd.paths import SddPaths
+from console.sdd.tail import JsonlTail
+from tests.engine_kit import ticket
+
+
+def _store(root: Path) -> TaskStore:
+    store = TaskStore(SddPaths(root), fsync=False)
+    store.load()
+    return store
+
+
+def test_every_pair_of_states_follows_the_table(project: Path) -> None:
+    store = _store(project)
+    for index, (src, dst) in enumerate(itertools.product(TaskState, TaskState)):
+        task = store.create(Task(id=f"t{index}", title="t", status=src.value))
+        if dst in TRANSITIONS[src]:
+            after = store.transition(task.id, dst, reason="r")
+            assert after.status == dst.value and after.version == 2
+        else:
+            with pytest.raises(IllegalTransition, match=f"{src.value} → {dst.value}"):
+                store.transition(task.id, dst)
+            assert store.get(task.id).status == src.value
+    records = JsonlTail(store.paths.sdd / "runtime" / "tasks.jsonl").read().records
+    allowed = sum(len(v) for v in TRANSITIONS.values())
+    assert len(records) == len(TaskState) ** 2 + allowed  # a create + each allowed change
+    archived = JsonlTail(store.paths.sdd / "archive" / "tasks.jsonl").read().records
+    assert {r["status"] for _, r in archived} == {"done", "failed", "cancelled"}
+
+
+def test_transition_stamps_and_replay(project: Path) -> None:
+    store = _store(project)
+    store.create(Task(id="a", title="A", status="open", priority=0))
+    store.transition("a", TaskState.CLAIMED)
+    store.transition("a", TaskState.IN_PROGRESS, metadata={"attempt": 1})
+    done = store.transition("a", TaskState.DONE, reason="merged")
+    assert done.claimed_at and done.completed_at and done.result_summary == "merged"
+    replayed = _store(project).get("a")
+    assert replayed == done and replayed.priority == 0  # no falsy-zero loss
+    with pytest.raises(IllegalTransition, match="done → open is not allowed"):
+        store.transition("a", TaskState.OPEN)
+    with pytest.raises(Exception, match="transition"):
+        store.update("a", status="open")
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from console.engine.lock import EngineLock
+from console.sdd.paths import SddPaths
+EngineLock(SddPaths(Path(sys.argv[1]))).acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_lock_refuses_a_live_holder_and_takes_over_a_dead_one(project: Path) -> None:
+    paths = SddPaths(project)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(project)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(OwnedElsewhere, match=f"pid {holder.pid}"):
+            EngineLock(paths).acquire()
+        assert find_owner(paths) is not None and find_owner(paths).pid == holder.pid
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        with EngineLock(paths):
+            assert json.loads((project / ".sdd/runtime/engine.lock").read_text())[
+                "pid"] == os.getpid()
+    finally:
+        holder.kill()
+
+
+def test_a_live_bernstein_owns_the_project(project: Path) -> None:
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        (project / ".sdd" / "runtime" / "server.pid").write_text(f"{sleeper.pid}\n")
+        with pytest.raises(OwnedElsewhere, match=f"bernstein server \\(pid {sleeper.pid}"):
+            EngineLock(SddPaths(project)).acquire()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    with EngineLock(SddPaths(project)):  # its pid is dead now: ours to take
+        pass
+
+
+def _ingestor(root: Path) -> tuple[Ingestor, TaskStore]:
+    paths = SddPaths(root)
+    store = _store(root)
+    return Ingestor(store, paths, EventLog(paths)), store
+
+
+def _events(root: Path) -> list[str]:
+    return [r["message"] for _, r in JsonlTail(
+        root / ".sdd" / "runtime" / "engine_events.jsonl").read().records]
+
+
+def test_ingestion_blocks_refuses_and_moves(project: Path) -> None:
+    ticket(project, "a", id="A", title="first")
+    ticket(project, "b", id="B", title="second", depends_on=["A"])
+    ticket(project, "c", id="C", title="ghost dep", depends_on=["NOPE"])
+    ticket(project, "d", id="A", title="duplicate id")
+    (project / ".sdd/backlog/open/e.md").write_text("no title at all\n")
+    ingestor, store = _ingestor(project)
+    created = {t.id: t.status for t in ingestor.ingest()}
+    assert created == {"A": "open", "B": "blocked"}
+    assert store.get("B").result_summary == "waiting for A"
+    remaining = sorted(p.name for p in (project / ".sdd/backlog/open").iterdir())
+    assert remaining == ["c.yaml", "d.yaml", "e.md"]
+    messages = _events(project)
+    assert any("depends on unknown task 'NOPE'" in m for m in messages)
+    assert any("id 'A' is also used by a.yaml" in m for m in messages)
+    assert any("not a ticket" in m for m in messages)
+    ingestor.ingest()  # now A exists: d.yaml's reason changes, and is said
+    assert any("a task with id 'A' already exists" in m for m in _events(project))
+    said = len(_events(project))
+    ingestor.ingest()
+    assert len(_events(project)) == said  # each refusal is said once
+    store.transition("A", TaskState.CLAIMED)
+    store.transition("A", TaskState.FAILED, reason="boom")
+    reconcile_blocked(store)
+    assert store.get("B").result_summary == "blocked: dependency A failed"
+    store.transition("A", TaskState.OPEN)
+    store.transition("A", TaskState.CLAIMED)
+    store.transition("A", TaskState.DONE)
+    reconcile_blocked(store)
+    assert store.get("B").status == "open"
+
+
+def test_a_ticket_created_just_before_a_crash_is_not_created_twice(project: Path) -> None:
+    path = ticket(project, "x", title="no id here")
+    ingestor, _store_before = _ingestor(project)
+    [task] = ingestor.ingest()
+    claimed = project / ".sdd/backlog/claimed/x.yaml"
+    os.replace(claimed, path)  # as if the engine died between create and move
+    again, store2 = _ingestor(project)
+    assert again.ingest() == []
+    assert list(store2.tasks) == [task.id] and claimed.exists() and not path.exists()
+
+
+def test_router_follows_seed_001(tmp_path: Path) -> None:
+    def chosen(**fields: object) -> tuple[str, str]:
+        task = Task(id="t", title="t", status="open", **fields)  # type: ignore[arg-type]
+        r = route(task, load_role(task.role, tmp_path))
+        return r.model, r.effort
+
+    assert chosen(role="manager") == ("opus", "max")
+    assert chosen(role="security") == ("opus", "max")
+    assert chosen(scope="large", complexity="high") == ("opus", "high")
+    assert chosen(complexity="medium") == ("sonnet", "high")
+    assert chosen(complexity="low") == ("sonnet", "normal")
+    assert chosen(model="haiku", effort="low") == ("haiku", "low")
+    assert chosen(model="opus", complexity="low") == ("opus", "normal")
+    assert [next_tier(m) for m in ("haiku", "claude-sonnet-4", "opus", "gpt-5")] == [
+        "sonnet", "opus", None, "sonnet"]
+
+
+def test_recovery_reopens_claimed_and_keeps_merged_work(tmp_path: Path) -> None:
+    from console.engine.engine import Engine
+    from tests.engine_kit import git, make_repo
+
+    root = make_repo(tmp_path)
+    store = _store(root)
+    store.create(Task(id="c", title="claimed", status="claimed"))
+    store.create(Task(id="m", title="merged", status="in_progress",
+                      metadata={"branch": "bernstein/m-1"}))  # type: ignore[arg-type]
+    git(root, "commit", "--allow-empty", "-qm", "Merge bernstein/m-1: merged")
+    engine = Engine(root)
+    engine.start()
+    try:
+        time.sleep(0.1)
+    finally:
+        engine.stop()
+    after = _store(root)
+    assert after.get("m").status == "done"
+    assert "merged before the engine stopped" in (after.get("m").result_summary or "")
+    assert "c was claimed by a stopped engine; reopened" in _events(root)
+    history = [r["status"] for _, r in JsonlTail(
+        root / ".sdd/runtime/tasks.jsonl").read().records if r["id"] == "c"]
+    assert history[:2] == ["claimed", "open"]
