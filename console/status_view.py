@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from console.model import state_label
 
@@ -15,22 +17,24 @@ MAX_PROBLEMS_SHOWN = 40
 def print_status(summary: dict[str, Any], where: str, console: Console | None = None) -> None:
     out = console or Console()
     tasks = summary["tasks"]
-    table = Table(title=f"Tasks in {where}: {tasks['total']}", title_justify="left")
+    out.print(Text(f"Tasks in {where}: {tasks['total']}", style="bold"))
+    table = Table()
     table.add_column("state")
     table.add_column("count", justify="right")
     for status, count in tasks["by_state"].items():
-        table.add_row(state_label(status), str(count))
+        table.add_row(Text(state_label(status)), str(count))
     out.print(table)
 
     gates = summary["gates"]["by_gate"]
     if gates:
         statuses = sorted({s for counts in gates.values() for s in counts})
-        gate_table = Table(title="Quality gates (runs per status)", title_justify="left")
+        out.print(Text("Quality gates (runs per status)", style="bold"))
+        gate_table = Table()
         gate_table.add_column("gate")
         for status in statuses:
-            gate_table.add_column(status, justify="right")
+            gate_table.add_column(escape(status), justify="right")
         for gate, counts in gates.items():
-            gate_table.add_row(gate, *(str(counts.get(s, 0)) for s in statuses))
+            gate_table.add_row(Text(gate), *(str(counts.get(s, 0)) for s in statuses))
         out.print(gate_table)
 
     chains, sla, props = summary["chains"], summary["sla"], summary["proposals"]
@@ -41,7 +45,8 @@ def print_status(summary: dict[str, Any], where: str, console: Console | None = 
     )
     out.print(f"SLA: ⚠ warning {sla['warning']}  ✗ violated {sla['violated']}  ✓ met {sla['met']}")
     pending = ", ".join(props["pending_ids"]) or "none"
-    out.print(f"proposals pending a human decision: {props['pending']} ({pending})")
+    out.print(f"proposals pending a human decision: {props['pending']} ({pending})",
+              markup=False, highlight=False)
 
     problems = summary["problems"]
     if not problems:

@@ -152,3 +152,20 @@ def test_state_counts_follow_every_change(project: Path) -> None:
     tasks.write_text("")
     source.refresh([tasks])
     assert source.state.state_counts() == {}
+
+
+def test_review_findings_on_records_and_idle_polls(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("a"), task_record("b", claimed_at=10 ** 400), task_record("c"))
+    (project / ".sdd" / "runtime" / "gates" / "a.json").write_text(
+        json.dumps({"task_id": "a", "results": []}))
+    (project / ".sdd" / "backlog" / "open" / "t.yaml").write_text("title: T\n")
+    source = LocalSource(project)
+    source.load()
+    assert set(source.state.tasks) == {"a", "c"}
+    [problem] = source.state.problems
+    assert problem.line == 2 and "number too large" in problem.reason
+    assert not source.poll()  # nothing changed: an idle poll reports nothing
+    assert not source.poll()
+    (project / ".sdd" / "backlog" / "open" / "t.yaml").write_text("title: Changed title\n")
+    assert "backlog" in source.poll().sections

@@ -209,3 +209,33 @@ def test_any_split_into_appends_reads_like_the_whole(tmp_path_factory, lines, cu
         problems += batch.problems
     assert records == expected.records
     assert problems == expected.problems
+
+
+def test_review_findings_on_odd_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + line({"n": 1}) + b'{"n": ' + b"9" * 5000 + b"}\n"
+                     + line({"n": 3}))
+    tail = JsonlTail(path, "x")
+    batch = tail.read()
+    assert [r["n"] for _, r in batch.records] == [1, 3]  # BOM skipped; huge int reported
+    assert [(p.line, p.reason.startswith("invalid JSON")) for p in batch.problems] == [(2, True)]
+
+    grown = tmp_path / "g.jsonl"  # same inode, same head, rewritten in place and longer
+    first = line({"id": "t1", "s": "a" * 60})
+    grown.write_bytes(first + line({"id": "t2", "s": "open"}))
+    tail = JsonlTail(grown)
+    tail.read()
+    with open(grown, "r+b") as handle:
+        handle.seek(0)
+        handle.write(first + line({"id": "t2", "s": "done"}) + line({"id": "t3", "s": "new"}))
+    batch = tail.read()
+    assert batch.reset and [r["s"] for _, r in batch.records][-2:] == ["done", "new"]
+
+    became_dir = tmp_path / "d.jsonl"
+    became_dir.write_bytes(line({"n": 1}))
+    tail = JsonlTail(became_dir)
+    tail.read()
+    became_dir.unlink()
+    became_dir.mkdir()
+    batch = tail.read()
+    assert batch.reset and batch.file_error == "is a directory, expected a JSONL file"

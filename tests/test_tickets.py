@@ -161,3 +161,27 @@ def test_broken_tickets_say_why() -> None:
 def test_parser_never_raises(data) -> None:
     result = parse_ticket(data, "fuzz.yaml")
     assert isinstance(result, Ticket | TicketError)
+
+
+def test_review_findings_on_odd_tickets() -> None:
+    import time
+
+    odd = ["title: T\nrequire_review: !!bool maybe\n", "title: T\ndeadline: !!timestamp soon\n",
+           "title: T\npriority: !!int\n"]
+    for text in odd:
+        assert isinstance(parse_ticket(text, "odd.yaml"), TicketError), text
+    started = time.monotonic()
+    result = parse_ticket("#" + " " * 5000 + "x" + " " * 5000 + "\n", "slow.md")
+    assert time.monotonic() - started < 1.0
+    assert isinstance(result, Ticket) and result.title == "x"
+    csharp = parse_ticket("# Port the client to C#\n\nbody\n", "c.md")
+    assert isinstance(csharp, Ticket) and csharp.title == "Port the client to C#"
+    unclosed = parse_ticket("---\n# Title after a rule\n**Role:** qa\n", "u.md")
+    assert isinstance(unclosed, Ticket) and (unclosed.title, unclosed.role) == (
+        "Title after a rule", "qa")
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n" \
+           "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c]\n" \
+           "title: T\npriority: [*d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
+    started = time.monotonic()
+    assert isinstance(parse_ticket(bomb, "bomb.yaml"), Ticket)
+    assert time.monotonic() - started < 1.0

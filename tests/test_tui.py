@@ -84,3 +84,21 @@ async def test_missing_sdd_shows_how_to_start_then_fills_in(tmp_path: Path) -> N
         append(tmp_path / ".sdd" / "runtime" / "tasks.jsonl", task_record("n1"))
         await wait_for(pilot, lambda: app.query_one(TaskTable).task_ids == ["n1"])
         assert app.query_one(TaskTable).display and not empty.display
+
+
+async def test_titles_are_shown_as_written_never_as_markup(project: Path) -> None:
+    append(project / ".sdd" / "runtime" / "tasks.jsonl",
+           task_record("m1", "open", title="Route [/api] paths [bold]x"))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.task_ids == ["m1"])
+        assert cell(table, "m1", "title") == "Route [/api] paths [bold]x"
+
+
+async def test_an_empty_sdd_says_how_to_give_the_engine_work(project: Path) -> None:
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        empty = app.query_one("#empty")
+        await wait_for(pilot, lambda: "No tasks yet" in str(empty.render()))
+        assert "backlog/open" in str(empty.render())

@@ -22,6 +22,17 @@ class RecordError(ValueError):
 _MISSING = object()
 
 
+def clean(text: str) -> str:
+    """Text safe to print and encode: lone surrogates (from JSON escapes) become '?'."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -33,7 +44,7 @@ def req_str(d: Mapping[str, Any], key: str) -> str:
         raise RecordError(f"missing required key '{key}'")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
-    text = str(value)
+    text = clean(str(value))
     if not text.strip():
         raise RecordError(f"field '{key}' is empty")
     return text
@@ -45,7 +56,7 @@ def opt_str(d: Mapping[str, Any], key: str, default: str | None = None) -> str |
         return default
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
-    return str(value)
+    return clean(str(value))
 
 
 def str_or(d: Mapping[str, Any], key: str, default: str) -> str:
@@ -82,11 +93,14 @@ def _to_float(key: str, value: object) -> float:
     if isinstance(value, bool):
         raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise RecordError(f"field '{key}': number too large, got {_show(value)}") from None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
-        except ValueError:
+        except (ValueError, OverflowError):
             raise RecordError(f"field '{key}': expected a number, got {_show(value)}") from None
     else:
         raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
@@ -133,7 +147,7 @@ def str_tuple(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
     for item in value:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
             raise RecordError(f"field '{key}': expected a list of strings, got item {_show(item)}")
-        out.append(str(item))
+        out.append(clean(str(item)))
     return tuple(out)
 
 

@@ -39,6 +39,7 @@ class LocalSource:
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self.loaded = threading.Event()
+        self._signatures: dict[Path, tuple[int, int, int, int]] = {}
 
     @property
     def exists(self) -> bool:
@@ -51,10 +52,39 @@ class LocalSource:
 
     def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
         tail = self.tails[kind]
-        batch = tail.read(max_bytes)
-        with self.lock:
-            delta = self.state.apply_jsonl(kind, tail.display, batch)
+        try:
+            batch = tail.read(max_bytes)
+            with self.lock:
+                delta = self.state.apply_jsonl(kind, tail.display, batch)
+        except Exception as exc:
+            with self.lock:
+                return self.state.set_file_error(
+                    tail.display, f"unreadable: {type(exc).__name__}: {exc}"), False
         return delta, batch.more
+
+    def _guarded(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
+        """One file's read; anything unexpected becomes that file's problem, not a crash."""
+        try:
+            return read(path)
+        except Exception as exc:
+            with self.lock:
+                return self.state.set_file_error(
+                    self.paths.display(path), f"unreadable: {type(exc).__name__}: {exc}")
+
+    def _read_if_changed(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
+        """Re-read a whole-file kind only when its inode, size or mtime changed."""
+        try:
+            info = os.stat(path)
+            signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+        except OSError:
+            signature = None
+        if signature is not None and self._signatures.get(path) == signature:
+            return Delta()
+        if signature is None:
+            self._signatures.pop(path, None)
+        else:
+            self._signatures[path] = signature
+        return self._guarded(path, read)
 
     def _read_gate_report(self, path: Path) -> Delta:
         obj, problem = read_json_object(path, self.paths.display(path))
@@ -92,10 +122,10 @@ class LocalSource:
         with self.lock:
             known = set(self.state.files_of(kind))
         for path in found:
-            delta.merge(reader(path))
+            delta.merge(self._read_if_changed(path, reader))
             known.discard(self.paths.display(path))
         for display in known:
-            delta.merge(reader(self.paths.root / display))
+            delta.merge(self._read_if_changed(self.paths.root / display, reader))
         return delta
 
     def load(self, on_step: Callable[[Delta], None] | None = None) -> Delta:
@@ -127,10 +157,12 @@ class LocalSource:
         kinds: set[Kind] = set()
         for path in paths:
             kind = self.paths.classify(path)
-            if kind is Kind.GATE_REPORT:
-                delta.merge(self._read_gate_report(path))
+            if kind is Kind.GATE_REPORT:  # an event: read it even if it looks unchanged
+                self._signatures.pop(path, None)
+                delta.merge(self._read_if_changed(path, self._read_gate_report))
             elif kind is Kind.TICKET:
-                delta.merge(self._read_ticket(path))
+                self._signatures.pop(path, None)
+                delta.merge(self._read_if_changed(path, self._read_ticket))
             elif kind is not None:
                 kinds.add(kind)
             elif path == self.paths.gates_dir or self.paths.gates_dir in path.parents:

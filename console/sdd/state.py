@@ -145,6 +145,12 @@ class State:
         self._problems.pop(display, None)
         self._overflow.pop(display, None)
 
+    def set_file_error(self, display: str, reason: str | None) -> Delta:
+        """A whole file is unreadable right now (or readable again, reason None)."""
+        delta = Delta()
+        self._set_file_error(display, reason, delta)
+        return delta
+
     def _set_file_error(self, display: str, reason: str | None, delta: Delta) -> None:
         had = self._file_errors.get(display)
         if reason is None:
@@ -174,6 +180,11 @@ class State:
                 record = decode(raw)
             except RecordError as exc:
                 self._problem(Problem(display, line, str(exc)))
+                delta.sections.add("problems")
+                continue
+            except Exception as exc:  # a decoder bug must cost one record, not the rest
+                self._problem(Problem(display, line,
+                                      f"unreadable record: {type(exc).__name__}: {exc}"))
                 delta.sections.add("problems")
                 continue
             self._add(kind, record, display, line, delta)

@@ -37,8 +37,10 @@ class TailBatch:
     more: bool = False
 
 
-def decode_line(raw: bytes) -> dict[str, Any] | str:
+def decode_line(raw: bytes, first: bool = False) -> dict[str, Any] | str:
     """One line's bytes → its JSON object, or the reason it is unusable."""
+    if first and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a UTF-8 byte-order mark some editors write
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -49,6 +51,8 @@ def decode_line(raw: bytes) -> dict[str, Any] | str:
         return f"invalid JSON: {exc.msg} at column {exc.colno}"
     except RecursionError:
         return "invalid JSON: nested too deeply"
+    except ValueError as exc:  # e.g. an integer with too many digits
+        return f"invalid JSON: {exc}"
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
     return value
@@ -68,7 +72,8 @@ class JsonlTail:
         self._pending = bytearray()
         self._skipping = 0  # bytes of an over-long line being skipped
         self._ident: tuple[int, int] | None = None
-        self._head = b""
+        self._head = b""  # the first bytes, to notice a rewrite from the start
+        self._probe = b""  # the bytes just before `offset`, to notice a rewrite in place
 
     def _restart(self) -> None:
         self.offset = 0
@@ -77,12 +82,18 @@ class JsonlTail:
         self._skipping = 0
         self._ident = None
         self._head = b""
+        self._probe = b""
 
     def read(self, max_bytes: int | None = None) -> TailBatch:
         batch = TailBatch()
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
+            if self._ident is not None:
+                self._restart()
+                batch.reset = True
+            return batch
+        except NotADirectoryError:  # a parent directory became a file: as good as gone
             if self._ident is not None:
                 self._restart()
                 batch.reset = True
@@ -103,12 +114,16 @@ class JsonlTail:
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             batch.file_error = f"is {kind}, expected a JSONL file"
+            if self._ident is not None:  # what was read from the old file is void
+                self._restart()
+                batch.reset = True
             return
         ident = (info.st_dev, info.st_ino)
         if self._ident is not None and (
             ident != self._ident
             or info.st_size < self.offset
             or os.pread(fd, len(self._head), 0) != self._head
+            or os.pread(fd, len(self._probe), self.offset - len(self._probe)) != self._probe
         ):
             self._restart()
             batch.reset = True
@@ -123,6 +138,7 @@ class JsonlTail:
             self.offset += len(chunk)
             self.bytes_read += len(chunk)
             budget -= len(chunk)
+            self._probe = (self._probe + chunk[-_HEAD_BYTES:])[-_HEAD_BYTES:]
             self._split(chunk, batch)
         batch.more = os.fstat(fd).st_size > self.offset
 
@@ -167,7 +183,7 @@ class JsonlTail:
             return
         if not raw.strip():
             return
-        value = decode_line(raw)
+        value = decode_line(raw, first=self.line_no == 1)
         if isinstance(value, str):
             batch.problems.append(Problem(self.display, self.line_no, value))
         else:

@@ -38,9 +38,18 @@ SCOPES = ("small", "medium", "large")
 COMPLEXITIES = ("low", "medium", "high")
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_BOLD_FIELD = re.compile(r"\*\*(role|priority|scope|complexity|model|effort|id):\*\*\s*([^\n*]+)",
-                         re.IGNORECASE)
-_HEADING = re.compile(r"^# +(.+?)\s*#*\s*$", re.MULTILINE)
+_BOLD_FIELD = re.compile(
+    r"\*\*(role|priority|scope|complexity|model|effort|id):\*\*[ \t]*([^\n*]+)", re.IGNORECASE)
+
+
+def heading(text: str) -> str | None:
+    """Bernstein's title rule: the first line that starts with '# '."""
+    for line in text.splitlines():
+        if line.startswith("# "):
+            title = line[2:].strip()
+            if title:
+                return title
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +63,9 @@ class TicketError:
 
 def normalise_priority(value: object) -> int:
     """Bernstein's rule: the first integer found; ≤1→1, 2→2, ≥3→3; none → 2."""
-    match = re.search(r"\d+", str(value))
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return 2
+    match = re.search(r"\d+", str(value)[:64])
     if match is None:
         return 2
     number = int(match.group()[:6])
@@ -108,11 +119,13 @@ def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
 def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
     end = text.find("\n---", 3)
     if end < 0:
+        if heading(text):  # no closing fence: Bernstein reads it as Markdown
+            return None
         return TicketError(source, "front matter opened with '---' is never closed")
     try:
         fields = _load_yaml(text[3:end])
     except yaml.YAMLError as exc:
-        if _HEADING.search(text):  # Bernstein falls back to the Markdown form
+        if heading(text):  # Bernstein falls back to the Markdown form
             return None
         return TicketError(source, f"front matter is not valid YAML: {_yaml_reason(exc)}")
     if fields is None:
@@ -120,8 +133,7 @@ def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
     if not isinstance(fields, dict):
         return TicketError(source, "front matter is not a YAML map")
     body = text[end + 4:].split("\n", 1)[1] if "\n" in text[end + 4:] else ""
-    heading = _HEADING.search(body)
-    title = (opt_str(fields, "title") or "").strip() or (heading.group(1) if heading else "")
+    title = (opt_str(fields, "title") or "").strip() or heading(body) or ""
     if not title:
         return TicketError(source, "no title: front matter has no 'title' and no '# ' heading")
     description = body.strip() or (opt_str(fields, "description") or "").strip() or title
@@ -129,12 +141,12 @@ def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
 
 
 def _markdown(source: str, text: str) -> Ticket | TicketError:
-    heading = _HEADING.search(text)
-    if heading is None:
+    title = heading(text)
+    if title is None:
         return TicketError(
             source, "not a ticket: no YAML map with a title, no front matter, no '# ' heading")
     fields = {m.group(1).lower(): m.group(2).strip() for m in _BOLD_FIELD.finditer(text)}
-    return _from_fields(source, "markdown", fields, heading.group(1).strip(), text.strip())
+    return _from_fields(source, "markdown", fields, title, text.strip())
 
 
 def _yaml_reason(exc: yaml.YAMLError) -> str:
@@ -163,7 +175,7 @@ def _parse(source: str, text: str) -> Ticket | TicketError:
             return TicketError(source, "field 'title' is empty")
         description = (opt_str(fields, "description") or "").strip() or title
         return _from_fields(source, "yaml", fields, title, description)
-    if _HEADING.search(stripped):
+    if heading(stripped):
         return _markdown(source, stripped)
     if isinstance(fields, dict):
         return TicketError(source, "YAML map has no 'title'")
@@ -188,5 +200,7 @@ def parse_ticket(data: bytes | str, source: str) -> Ticket | TicketError:
         return _parse(source, data)
     except RecordError as exc:
         return TicketError(source, str(exc))
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as exc:
+    except yaml.YAMLError as exc:
+        return TicketError(source, f"not valid YAML: {_yaml_reason(exc)}")
+    except Exception as exc:  # PyYAML raises KeyError & co. on odd explicit tags
         return TicketError(source, f"unreadable ticket: {type(exc).__name__}: {exc}")

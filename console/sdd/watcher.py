@@ -9,7 +9,9 @@ polling and says so once.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +27,14 @@ STEP_MS = 8  # wait this long for more changes before handing a batch over
 DEBOUNCE_MS = 50  # never hold a batch longer than this
 POLL_S = 1.0  # quiet-time consistency poll
 FALLBACK_POLL_S = 0.25
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _safe(source: LocalSource, work: Callable[[], Delta],
@@ -65,16 +75,22 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
             stop.wait(FALLBACK_POLL_S)
             continue
         try:
+            ident = _identity(source.paths.sdd)
+            last_poll = time.monotonic()
             for changes in watchfiles.watch(
                 source.paths.sdd, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=stop,
                 rust_timeout=int(POLL_S * 1000), yield_on_timeout=True, raise_interrupt=False,
                 ignore_permission_denied=True,
             ):
-                paths = [Path(p) for _, p in changes]
-                send(_safe(source, lambda paths=paths: source.refresh(paths) if paths
-                           else source.poll(), report))
-                if not source.exists:
-                    break
+                if changes:
+                    paths = [Path(p) for _, p in changes]
+                    send(_safe(source, lambda paths=paths: source.refresh(paths), report))
+                # a poll at least every POLL_S, busy or not, catches what no event announced
+                if not changes or time.monotonic() - last_poll >= POLL_S:
+                    send(_safe(source, source.poll, report))
+                    last_poll = time.monotonic()
+                if _identity(source.paths.sdd) != ident:
+                    break  # .sdd/ was removed or replaced: the watch must be set up again
         except Exception as exc:
             polling = True
             report(f"file watcher stopped ({type(exc).__name__}: {exc}); "

@@ -26,7 +26,18 @@ from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_table import TaskTable
 
 
-def empty_text(root: Path) -> str:
+def empty_text(root: Path, exists: bool) -> str:
+    if exists:
+        return (
+            f"No tasks yet in {root / '.sdd'}\n\n"
+            "Tasks appear here as soon as anything writes them. To give the engine work,\n"
+            "drop a ticket into .sdd/backlog/open/, for example hello.yaml:\n\n"
+            "  title: Write hello.txt\n"
+            "  completion_signals:\n"
+            "    - {type: path_exists, path: hello.txt}\n\n"
+            "and configure an agent in bernstein.yaml (agents.script.command), or run\n"
+            "Bernstein itself here."
+        )
     return (
         f"No .sdd/ directory in {root}\n\n"
         "This console shows what an orchestrator writes there. To start:\n\n"
@@ -109,14 +120,12 @@ class ConsoleApp(App[int]):
     def on_state_changed(self, message: StateChanged) -> None:
         table = self.query_one(TaskTable)
         empty = self.query_one("#empty", Static)
-        if message.exists:
-            empty.display = False
-            table.display = True
-        else:
-            empty.update(empty_text(self.source.paths.root))
-            empty.display = True
-            table.display = False
         table.apply(message.delta)
+        show_table = message.exists and table.row_count > 0
+        if not show_table and (message.loaded or not message.exists):
+            empty.update(empty_text(self.source.paths.root, message.exists))
+        empty.display = not show_table
+        table.display = show_table
         self.counts = message.counts
         if self.loaded and message.problems > self.problem_count:
             new = message.problems - self.problem_count

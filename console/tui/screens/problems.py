@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -30,5 +31,6 @@ class ProblemsScreen(Screen[None]):
         table.add_column("Line", key="line")
         table.add_column("Reason", key="reason")
         for index, problem in enumerate(self.problems):
-            table.add_row(problem.file, "" if problem.line is None else str(problem.line),
-                          problem.reason, key=str(index))
+            table.add_row(Text(problem.file), Text("" if problem.line is None
+                                                   else str(problem.line)),
+                          Text(problem.reason), key=str(index))

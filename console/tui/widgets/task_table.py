@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import DataTable
 
 from console.model import Task, state_label
@@ -15,7 +16,12 @@ def row_of(task: Task) -> tuple[str, ...]:
     return (state_label(task.status), task.id, task.title, task.role, f"P{task.priority}")
 
 
-class TaskTable(DataTable[str]):
+def cell(value: str) -> Text:
+    """Text from files is shown as written: never parsed as markup."""
+    return Text(value, no_wrap=True, overflow="ellipsis")
+
+
+class TaskTable(DataTable[Text]):
     """Keyed rows: an upsert touches only the cells that changed; nothing is refilled."""
 
     def __init__(self, **kwargs: object) -> None:
@@ -38,9 +44,9 @@ class TaskTable(DataTable[str]):
             new = row_of(task)
             old = self._rows.get(task_id)
             if old is None:
-                self.add_row(*new, key=task_id)
+                self.add_row(*(cell(value) for value in new), key=task_id)
             else:
                 for (column, _), before, after in zip(COLUMNS, old, new, strict=True):
                     if before != after:
-                        self.update_cell(task_id, column, after, update_width=True)
+                        self.update_cell(task_id, column, cell(after), update_width=True)
             self._rows[task_id] = new
