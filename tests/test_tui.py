@@ -102,3 +102,44 @@ async def test_an_empty_sdd_says_how_to_give_the_engine_work(project: Path) -> N
         empty = app.query_one("#empty")
         await wait_for(pilot, lambda: "No tasks yet" in str(empty.render()))
         assert "backlog/open" in str(empty.render())
+
+
+async def test_the_console_runs_its_engine_and_shows_the_work(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from tests.engine_kit import make_repo, ticket
+
+    root = make_repo(tmp_path)
+    monkeypatch.setenv("SPEC_AGENT_LOG", str(tmp_path / "agent.log"))
+    ticket(root, "ok", id="OK", title="Writes a file", description="write out/ok.txt yes")
+    ticket(root, "bad", id="BAD", title="Fails", description="exit 5")
+    app = ConsoleApp(root, engine=True)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one(TaskTable)
+        status = app.query_one("#engine-status")
+        await wait_for(pilot, lambda: "engine: running" in str(status.render()), timeout=20)
+        await wait_for(pilot, lambda: set(table.task_ids) == {"OK", "BAD"}
+                       and cell(table, "OK", "state") == "✓ done"
+                       and cell(table, "BAD", "state") == "✗ failed", timeout=30)
+        await wait_for(pilot, lambda: any("BAD failed: agent exited with code 5" in str(n.message)
+                                          for n in app._notifications), timeout=10)
+        assert app.engine is not None and app.engine.lock.held
+    assert app.engine.lock.held is False  # quitting stopped the engine and let go
+    from tests.engine_kit import git
+
+    assert git(root, "show", "main:out/ok.txt") == "yes\n"
+    assert (root / "out" / "ok.txt").read_text() == "yes\n"  # the checkout of main, merged
+
+
+async def test_a_second_console_only_watches_and_says_who_owns_it(tmp_path: Path) -> None:
+    from console.engine.lock import EngineLock
+    from console.sdd.paths import SddPaths
+    from tests.engine_kit import make_repo
+
+    root = make_repo(tmp_path)
+    with EngineLock(SddPaths(root)):
+        app = ConsoleApp(root, engine=True)
+        async with app.run_test(size=(120, 30)) as pilot:
+            status = app.query_one("#engine-status")
+            await wait_for(pilot, lambda: "watching only" in str(status.render()))
+            assert f"pid {os.getpid()}" in str(status.render())
+            assert app.engine is None

@@ -9,6 +9,7 @@ from console.model import Decision, Experiment, Proposal
 from console.sdd.fields import (
     RecordError,
     bool_or,
+    choice,
     float_or,
     opt_epoch,
     opt_float,
@@ -48,13 +49,9 @@ def decode_proposal(d: Mapping[str, Any]) -> Proposal:
 
 
 def decode_decision(d: Mapping[str, Any]) -> Decision:
-    outcome = req_str(d, "outcome")
-    if outcome not in OUTCOMES:
-        raise RecordError(f"field 'outcome': '{outcome}' is not one of "
-                          f"{', '.join(sorted(OUTCOMES))}")
     return Decision(
         proposal_id=req_str(d, "proposal_id"),
-        outcome=outcome,
+        outcome=choice(d, "outcome", OUTCOMES),
         requires_human=bool_or(d, "requires_human", False),
         risk_level=str_or(d, "risk_level", "logic"),
         confidence=_confidence(d),

@@ -186,3 +186,12 @@ def to_epoch(key: str, value: object) -> float:
 def opt_epoch(d: Mapping[str, Any], key: str) -> float | None:
     value = d.get(key)
     return None if value is None else to_epoch(key, value)
+
+
+def choice(d: Mapping[str, Any], key: str, allowed: frozenset[str],
+           default: str | None = None) -> str:
+    """A string that must be one of `allowed` (required when there is no default)."""
+    value = req_str(d, key) if default is None else str_or(d, key, default)
+    if value not in allowed:
+        raise RecordError(f"field '{key}': '{value}' is not one of {', '.join(sorted(allowed))}")
+    return value

@@ -24,6 +24,7 @@ from console.model import (
 from console.sdd.fields import (
     RecordError,
     bool_or,
+    choice,
     float_or,
     int_or,
     mapping,
@@ -40,11 +41,7 @@ GATE_STATUSES = frozenset({"pass", "fail", "warn", "timeout", "skipped", "bypass
 
 
 def _gate_status(d: Mapping[str, Any], key: str) -> str:
-    status = req_str(d, key)
-    if status not in GATE_STATUSES:
-        raise RecordError(f"field '{key}': '{status}' is not a gate status "
-                          f"({', '.join(sorted(GATE_STATUSES))})")
-    return status
+    return choice(d, key, GATE_STATUSES)
 
 
 def _list_of_objects(d: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -140,11 +137,12 @@ def decode_task_metric(d: Mapping[str, Any]) -> TaskMetric:
     )
 
 
+REFLECTION_SOURCES = frozenset({"llm", "rules"})
+
+
 def decode_reflection(d: Mapping[str, Any]) -> Reflection:
     diagnosis = mapping(d, "diagnosis")
-    source = str_or(d, "source", "rules")
-    if source not in {"llm", "rules"}:
-        raise RecordError(f"field 'source': '{source}' is not llm or rules")
+    source = choice(d, "source", REFLECTION_SOURCES, "rules")
     return Reflection(
         task_id=req_str(d, "task_id"),
         iteration=int_or(d, "iteration", 0),
@@ -191,11 +189,8 @@ SLA_EVENTS = frozenset({"sla:warning", "sla:violated", "sla:met"})
 
 
 def decode_sla_event(d: Mapping[str, Any]) -> SlaEvent:
-    event = req_str(d, "event")
-    if event not in SLA_EVENTS:
-        raise RecordError(f"field 'event': '{event}' is not one of {', '.join(sorted(SLA_EVENTS))}")
     return SlaEvent(
-        event=event,
+        event=choice(d, "event", SLA_EVENTS),
         entity_id=req_str(d, "entity_id"),
         entity_type=str_or(d, "entity_type", "task"),
         deadline=opt_epoch(d, "deadline"),
@@ -212,12 +207,8 @@ PHASE_EVENTS = frozenset({"quality:gate:passed", "quality:gate:failed", "quality
 
 
 def decode_phase_event(d: Mapping[str, Any]) -> PhaseGateEvent:
-    event = req_str(d, "event")
-    if event not in PHASE_EVENTS:
-        raise RecordError(f"field 'event': '{event}' is not one of "
-                          f"{', '.join(sorted(PHASE_EVENTS))}")
     return PhaseGateEvent(
-        event=event,
+        event=choice(d, "event", PHASE_EVENTS),
         mission_id=req_str(d, "mission_id"),
         gate_name=opt_str(d, "gate_name"),
         reason=opt_str(d, "reason"),
@@ -231,10 +222,8 @@ EVENT_LEVELS = frozenset({"info", "warning", "error"})
 
 
 def decode_engine_event(d: Mapping[str, Any]) -> EngineEvent:
-    level = str_or(d, "level", "info")
-    if level not in EVENT_LEVELS:
-        raise RecordError(f"field 'level': '{level}' is not info, warning or error")
-    return EngineEvent(level=level, message=req_str(d, "message"),
+    return EngineEvent(level=choice(d, "level", EVENT_LEVELS, "info"),
+                       message=req_str(d, "message"),
                        timestamp=opt_epoch(d, "timestamp"), task_id=opt_str(d, "task_id"),
                        file=opt_str(d, "file"))
 

@@ -112,6 +112,7 @@ class State:
         self.tickets: dict[str, Ticket] = {}
         self.engine_events: deque[EngineEvent] = deque(maxlen=MAX_ENGINE_EVENTS)
         self.engine_event_levels: Counter[str] = Counter()
+        self.engine_event_total = 0  # ever added, so a reader can ask for "the new ones"
         self._problems: dict[str, list[Problem]] = defaultdict(list)
         self._overflow: Counter[str] = Counter()
         self._file_errors: dict[str, Problem] = {}
@@ -274,6 +275,7 @@ class State:
         elif kind is Kind.ENGINE_EVENTS:
             self.engine_events.append(record)
             self.engine_event_levels[record.level] += 1
+            self.engine_event_total += 1
 
     # -- whole-file kinds ------------------------------------------------------
 
@@ -335,6 +337,13 @@ class State:
         # a deferred proposal with no decision line at all still awaits a human
         pending += [pid for pid in self.proposals if pid not in known]
         return sorted(pending)
+
+    def engine_events_since(self, seen: int) -> list[EngineEvent]:
+        """Events added after the first `seen` (as many as are still kept)."""
+        new = self.engine_event_total - seen
+        if new <= 0:
+            return []
+        return list(self.engine_events)[-min(new, len(self.engine_events)):]
 
     def state_counts(self) -> Counter[str]:
         """Tasks per status as written, kept incrementally (a copy)."""

@@ -64,6 +64,8 @@ class ConsoleApp(App[int]):
         self.counts: dict[str, int] = {}
         self.problem_count = 0
         self.loaded = False  # no "could not be read" toasts for what the first load finds
+        self._events_seen = 0  # watcher thread only
+        self._events_loaded = False  # watcher thread only: no toasts for past engine events
 
     def compose(self) -> ComposeResult:
         where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
@@ -107,10 +109,15 @@ class ConsoleApp(App[int]):
 
     def _from_watcher(self, delta: Delta) -> None:
         with self.source.lock:
-            counts = dict(self.source.state.state_counts())
-            problems = self.source.state.problem_count
-        self.post_message(StateChanged(delta, counts, problems, self.source.exists,
-                                       self.source.loaded.is_set()))
+            state = self.source.state
+            counts = dict(state.state_counts())
+            problems = state.problem_count
+            events = state.engine_events_since(self._events_seen)
+            self._events_seen = state.engine_event_total
+        loaded = self.source.loaded.is_set()
+        self.post_message(StateChanged(delta, counts, problems, self.source.exists, loaded,
+                                       events if self._events_loaded else []))
+        self._events_loaded = loaded
 
     def _error_from_watcher(self, text: str) -> None:
         self.post_message(SourceError(text))
@@ -133,6 +140,10 @@ class ConsoleApp(App[int]):
                         severity="warning", timeout=4)
         self.problem_count = message.problems
         self.loaded = message.loaded
+        for event in message.events:
+            if event.level in ("warning", "error"):
+                self.notify(event.message, severity="error" if event.level == "error"
+                            else "warning", timeout=6, markup=False)
         self.query_one(StatusBar).show(message.counts, message.problems)
 
     def on_engine_status(self, message: EngineStatus) -> None:

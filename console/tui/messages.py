@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from console.model import EngineEvent
 from console.sdd.state import Delta
 
 
@@ -11,9 +12,10 @@ class StateChanged(Message):
     """A batch of file changes, already applied to the State by the watcher thread."""
 
     def __init__(self, delta: Delta, counts: dict[str, int], problems: int,
-                 exists: bool, loaded: bool) -> None:
+                 exists: bool, loaded: bool, events: list[EngineEvent]) -> None:
         super().__init__()
         self.loaded = loaded
+        self.events = events
         self.delta = delta
         self.counts = counts
         self.problems = problems
