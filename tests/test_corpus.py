@@ -68,7 +68,8 @@ def build_corpus(root: Path) -> dict[tuple[str, int | None], str]:
         (".sdd/runtime/tasks.jsonl", 9): "field 'priority': expected an integer",
         (".sdd/runtime/tasks.jsonl", 10): "field 'depends_on': expected a list",
         (".sdd/runtime/tasks.jsonl", 11): "expected a JSON object, got list",
-        (".sdd/metrics/quality_gates.jsonl", 2): "field 'status': 'exploded' is not one of bypassed, fail",
+        (".sdd/metrics/quality_gates.jsonl", 2):
+            "field 'status': 'exploded' is not one of bypassed, fail",
         (".sdd/metrics/quality_gates.jsonl", 3): "field 'duration_ms': expected an integer",
         (".sdd/metrics/cascade_chains.jsonl", None): "is a directory",
         (".sdd/evolution/decisions.jsonl", 2): "field 'confidence': 7.0 is outside 0..1",

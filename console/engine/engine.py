@@ -62,16 +62,16 @@ class Engine:
 
     def start(self, *, create: bool = True) -> None:
         """Take ownership and start the threads; raises OwnedElsewhere or EngineError."""
+        if not self.paths.sdd.is_dir() and not create:
+            raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
+                              "the project is initialised (bernstein-tui init)")
+        self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
         if not self.paths.sdd.is_dir():
-            if not create:
-                raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
-                                  "the project is initialised (bernstein-tui init)")
             init_project(self.paths.root)
         self.lock.acquire()
         try:
             for warning in self.config.warnings:
                 self.events.warning(warning.reason, file=warning.file)
-            self.repo = GitRepo(self.paths.root, self.config.base_branch)
             self.store = TaskStore(self.paths, fsync=self.fsync)
             self.store.load()
             self.store.on_change(lambda task: self.wake.set())
