@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
     status.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("init", help="create .sdd/ and a commented bernstein.yaml (never overwrites)")
+    gates = sub.add_parser("gates", help="run the quality gate pipeline on the working-tree "
+                                          "diff (exit 1 when a required gate blocks)")
+    gates.add_argument("--json", action="store_true", help="print the gate report as JSON")
     run = sub.add_parser("run", help="run the engine without the console")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="agents running at once (default: bernstein.yaml workers, else 2)")
@@ -117,6 +120,53 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     return EXIT_OK
 
 
+def cmd_gates(root: Path, as_json: bool) -> int:
+    import subprocess
+
+    from console.engine.gates.base import ToolMissing
+    from console.engine.gates.cache import GateCache
+    from console.engine.gates.pipeline import GatePipeline, load_gate_setup
+    from console.engine.gates.plugins import PluginError
+    from console.engine.llm import LlmClient
+    from console.sdd.gate_config import GateConfigError
+    from console.sdd.gate_records import write_gate_run
+    from console.sdd.metric_codec import encode_gate_report
+    from console.sdd.paths import SddPaths
+    from console.sdd.project_config import ConfigError, load_config
+
+    probe = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=root,
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        raise UsageError(f"{root} is not a git repository; gates run on its working-tree diff")
+    git_dir = Path(probe.stdout.strip())
+    try:
+        config = load_config(root)
+        setup = load_gate_setup(root, config.raw.get("quality_gates"))
+    except (ConfigError, GateConfigError, PluginError) as exc:
+        raise UsageError(str(exc)) from None
+    paths = SddPaths(root)
+    state = paths.sdd / "caching" if paths.sdd.is_dir() else git_dir / "bernstein-tui"
+    pipeline = GatePipeline(setup, LlmClient(config.llm),
+                            cache=GateCache(state / "gates", setup.config.cache_max_entries),
+                            state_dir=state)
+    base_ref = setup.config.base_ref or "HEAD"
+    try:
+        run = pipeline.run(root, task_id="working-tree", title="working tree changes",
+                           base_ref=base_ref)
+    except ToolMissing as exc:
+        raise UsageError(f"cannot diff against base_ref '{base_ref}': {exc}") from None
+    if paths.sdd.is_dir():
+        write_gate_run(paths, run.report)
+    if as_json:
+        json.dump(encode_gate_report(run.report), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        from console.gates_view import print_report
+
+        print_report(run.report)
+    return EXIT_OK if run.report.overall_pass else EXIT_FAILED
+
+
 def cmd_action(root: Path, args: argparse.Namespace) -> int:
     from console.engine.control import local_control
     from console.engine.errors import OwnedElsewhere
@@ -153,6 +203,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_init(root)
     if args.command == "run":
         return cmd_run(root, args.workers, args.until_idle)
+    if args.command == "gates":
+        return cmd_gates(root, args.json)
     if args.command in ("retry", "escalate", "cancel"):
         if args.read_only:
             raise UsageError("--read-only refuses every operator action")

@@ -19,6 +19,8 @@ from console.engine.agents.adapters import AgentContext, build_command, choose_a
 from console.engine.agents.process import run_agent, scrubbed_env
 from console.engine.errors import AdapterError, EngineError, IllegalTransition
 from console.engine.events import EventLog
+from console.engine.gates.base import ToolMissing
+from console.engine.gates.pipeline import GatePipeline
 from console.engine.gitops import GitRepo
 from console.engine.janitor import Janitor
 from console.engine.orphans import PROJECT_MARKER, proc_start_ticks
@@ -27,6 +29,7 @@ from console.engine.router import route
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fileio import append_jsonl, atomic_write_json
+from console.sdd.gate_records import write_gate_run
 from console.sdd.paths import SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
 
@@ -45,7 +48,9 @@ class Running:
 
 class AttemptRunner:
     def __init__(self, paths: SddPaths, store: TaskStore, repo: GitRepo, config: ProjectConfig,
-                 janitor: Janitor, events: EventLog, engine_session: str) -> None:
+                 janitor: Janitor, events: EventLog, engine_session: str,
+                 gates: GatePipeline | None = None) -> None:
+        self.gates = gates
         self.paths = paths
         self.store = store
         self.repo = repo
@@ -156,6 +161,11 @@ class AttemptRunner:
         failed = [c for c in checks if not c.passed]
         if failed:
             return TaskState.FAILED, "janitor: " + "; ".join(str(c) for c in failed)
+        if self.gates is not None:
+            blocked = self._gates(task, worktree, running)
+            if blocked is not None:
+                return TaskState.FAILED, blocked
+            files = self.repo.commit_all(worktree, f"auto_format ({task.id}, attempt {attempt})")
         if running.cancel.is_set():
             return TaskState.OPEN if running.stopping else TaskState.CANCELLED, "agent stopped"
         if not files:
@@ -164,6 +174,25 @@ class AttemptRunner:
         if not merged.ok:
             return TaskState.FAILED, merged.message
         return TaskState.DONE, merged.message
+
+    def _gates(self, task: Task, worktree: Path, running: Running) -> str | None:
+        """Run the pipeline on the attempt's change; the reason it blocks, or None."""
+        assert self.gates is not None
+        try:
+            run = self.gates.run(worktree, task_id=task.id, title=task.title,
+                                 description=task.description,
+                                 base_ref=self.gates.config.base_ref or self.repo.base,
+                                 cancel=running.cancel)
+        except ToolMissing as exc:
+            return f"gates could not run: {exc}"
+        write_gate_run(self.paths, run.report)
+        if not run.blocking:
+            return None
+        reasons = []
+        for result in run.blocking:
+            first = result.digest.splitlines()[1] if result.digest.count("\n") else ""
+            reasons.append(f"{result.name} {result.status}: {first or result.details}")
+        return "gates blocked — " + "; ".join(reasons)
 
     def _finish(self, running: Running, outcome: tuple[TaskState, str]) -> None:
         state, message = outcome

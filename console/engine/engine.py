@@ -9,6 +9,7 @@ removed. `stop()` kills running agents and puts their tasks back to open.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -22,6 +23,9 @@ from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
+from console.engine.gates.cache import GateCache
+from console.engine.gates.pipeline import GatePipeline, load_gate_setup
+from console.engine.gates.plugins import PluginError
 from console.engine.gitops import GitRepo
 from console.engine.ingest import SATISFIED, Ingestor, reconcile_blocked
 from console.engine.janitor import Janitor
@@ -31,6 +35,7 @@ from console.engine.orphans import PROJECT_MARKER, reap_orphans
 from console.engine.store import TaskStore
 from console.model import EngineEvent, Task, TaskState
 from console.sdd.fileio import atomic_write_text
+from console.sdd.gate_config import GateConfigError
 from console.sdd.paths import SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
 from console.sdd.skeleton import init_project
@@ -78,10 +83,10 @@ class Engine:
             self._ignore_worktrees()
             self._recover()
             env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root)})
-            janitor = Janitor(LlmClient(self.config.llm),
-                              test_timeout_s=self.config.test_timeout_s, env=env)
+            llm = LlmClient(self.config.llm)
+            janitor = Janitor(llm, test_timeout_s=self.config.test_timeout_s, env=env)
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
-                                        self.events, self.session)
+                                        self.events, self.session, self._gate_pipeline(llm))
             self.ingestor = Ingestor(self.store, self.paths, self.events)
         except BaseException:
             self.lock.release()
@@ -91,6 +96,20 @@ class Engine:
         self._spawn(self._tick_loop, "engine-tick")
         self.events.info(f"engine started: {self.workers} worker(s), base branch "
                          f"'{self.repo.base}'")
+
+    def _gate_pipeline(self, llm: LlmClient) -> GatePipeline | None:
+        """quality_gates from bernstein.yaml, plugins included; None when switched off."""
+        try:
+            setup = load_gate_setup(self.paths.root, self.config.raw.get("quality_gates"))
+        except (GateConfigError, PluginError) as exc:
+            raise EngineError(str(exc)) from None
+        if not setup.config.enabled or not setup.config.pipeline:
+            return None
+        caching = self.paths.sdd / "caching"
+        env = {**os.environ, PROJECT_MARKER: str(self.paths.root)}
+        return GatePipeline(setup, llm, cache=GateCache(caching / "gates",
+                                                        setup.config.cache_max_entries),
+                            state_dir=caching, env=env)
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -231,3 +231,34 @@ def decode_engine_event(d: Mapping[str, Any]) -> EngineEvent:
 def encode_engine_event(event: EngineEvent) -> dict[str, Any]:
     return {"timestamp": event.timestamp, "level": event.level, "message": event.message,
             "task_id": event.task_id, "file": event.file}
+
+
+def encode_gate_result(result: GateResult) -> dict[str, Any]:
+    return {"name": result.name, "status": result.status, "required": result.required,
+            "blocked": result.blocked, "cached": result.cached, "duration_ms": result.duration_ms,
+            "details": result.details, "digest": result.digest, "metadata": dict(result.metadata)}
+
+
+def encode_gate_report(report: GateReport) -> dict[str, Any]:
+    """runtime/gates/<task>.json, Bernstein's GateReport keys plus each result's digest."""
+    return {
+        "task_id": report.task_id, "overall_pass": report.overall_pass,
+        "total_duration_ms": report.total_duration_ms,
+        "gates_run": [r.name for r in report.results if r.status != "skipped"],
+        "results": [encode_gate_result(r) for r in report.results],
+        "changed_files": list(report.changed_files), "cache_hits": report.cache_hits,
+    }
+
+
+def gate_line(task_id: str, result: GateResult, timestamp: str) -> dict[str, Any]:
+    """One metrics/quality_gates.jsonl line (Bernstein's keys, metadata merged at top level)."""
+    line: dict[str, Any] = {
+        "timestamp": timestamp, "task_id": task_id, "gate": result.name,
+        "result": "blocked" if result.blocked else (
+            "pass" if result.status in ("pass", "skipped", "bypassed") else "flagged"),
+        "status": result.status, "duration_ms": result.duration_ms, "cached": result.cached,
+        "required": result.required,
+    }
+    for key, value in result.metadata.items():
+        line.setdefault(key, value)
+    return line

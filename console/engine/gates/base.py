@@ -1,0 +1,151 @@
+"""What every gate gets (GateContext) and gives back (Verdict), and how it runs a tool.
+
+Tools run as real subprocesses in the checkout, in their own process group,
+bounded by the gate's timeout (a timed-out tool is killed with its group), with
+output captured and capped. A tool that is not installed makes its gate
+`skipped` with the reason; nothing pretends to have run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.engine.llm import LlmClient
+from console.sdd.gate_config import GateSpec, QualityGatesConfig
+
+MAX_OUTPUT = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: str  # pass | fail | warn | timeout | skipped | bypassed
+    details: str
+    digest: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRun:
+    exit_code: int | None
+    output: str
+    timed_out: bool
+    duration_s: float
+
+
+class ToolMissing(Exception):
+    """The tool a gate needs is not installed; the gate is skipped with this reason."""
+
+
+@functools.cache
+def tool_argv(executable: str, module: str | None = None) -> tuple[str, ...]:
+    """How to start a tool: on PATH, or as `python -m module` from this interpreter."""
+    found = shutil.which(executable)
+    if found:
+        return (found,)
+    if module and importlib.util.find_spec(module) is not None:
+        return (sys.executable, "-m", module)
+    raise ToolMissing(f"{executable} is not installed")
+
+
+def tool_fingerprint(argv: tuple[str, ...]) -> str:
+    """Identifies the installed tool without running it: its file's path, size and mtime
+    (for `python -m x`, the module's file), so an upgrade invalidates cached verdicts."""
+    target = argv[0]
+    if len(argv) >= 3 and argv[1] == "-m":
+        spec = importlib.util.find_spec(argv[2])
+        target = (spec.origin if spec and spec.origin else argv[2])
+    try:
+        info = os.stat(target)
+    except OSError:
+        return f"{target}:unknown"
+    return f"{target}:{info.st_size}:{info.st_mtime_ns}"
+
+
+def run_tool(argv: Sequence[str], cwd: Path, timeout_s: float, *,
+             env: Mapping[str, str] | None = None,
+             cancel: threading.Event | None = None) -> ToolRun:
+    """Run to completion or timeout; kill the whole process group on timeout or cancel."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise ToolMissing(f"{argv[0]} is not installed") from exc
+    chunks: list[bytes] = []
+    size = 0
+
+    def pump() -> None:
+        nonlocal size
+        assert proc.stdout is not None
+        for chunk in iter(lambda: proc.stdout.read1(65536), b""):  # type: ignore[union-attr]
+            if size < MAX_OUTPUT:
+                chunks.append(chunk)
+                size += len(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    while proc.poll() is None:
+        if time.monotonic() - started > timeout_s or (cancel is not None and cancel.is_set()):
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    reader.join(timeout=5)
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    return ToolRun(proc.returncode, output, timed_out, time.monotonic() - started)
+
+
+@dataclass(slots=True)
+class GateContext:
+    root: Path  # the checkout the gates judge (an attempt's worktree, or a repo)
+    changed: tuple[str, ...]  # files changed against base_ref that still exist
+    deleted: tuple[str, ...]
+    base_ref: str
+    config: QualityGatesConfig
+    spec: GateSpec
+    task_id: str
+    task_title: str
+    task_description: str
+    llm: LlmClient
+    state_dir: Path  # where gates keep baselines (coverage, benchmark)
+    env: Mapping[str, str] | None = None
+    cancel: threading.Event | None = None
+
+    @property
+    def timeout_s(self) -> float:
+        return self.config.timeout_s
+
+    def python_files(self) -> list[str]:
+        return [f for f in self.changed if f.endswith((".py", ".pyi"))]
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.config.option(key, default)
+
+    def command(self, key: str) -> list[str] | None:
+        """The user's command for this gate (pipeline override, then `<key>`), if any."""
+        text = self.spec.command_override or self.config.options.get(key)
+        return shlex.split(text) if text else None
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolRun:
+        return run_tool(argv, self.root, timeout_s or self.timeout_s, env=self.env,
+                        cancel=self.cancel)

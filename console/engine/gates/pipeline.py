@@ -1,0 +1,284 @@
+"""The gate pipeline (seed 000): conditions, order, concurrency, cache, bypass, plugins.
+
+`auto_format` runs first (it may change files), then every other gate at once in
+threads, each bounded by `timeout_s`. A failing or timed-out required gate
+blocks; an optional one only reports; a required gate that could not run
+(tool missing) is skipped and said loudly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import os
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from console import __version__
+from console.engine.gates import python_gates, repo_gates, scan_gates
+from console.engine.gates.base import (
+    GateContext,
+    ToolMissing,
+    Verdict,
+    run_tool,
+    tool_argv,
+    tool_fingerprint,
+)
+from console.engine.gates.cache import GateCache, cache_key, describe
+from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
+from console.engine.llm import LlmClient
+from console.model import GateReport, GateResult
+from console.sdd.gate_config import GateSpec, QualityGatesConfig, parse_quality_gates
+
+GateFn = Callable[[GateContext], Verdict]
+
+BUILTIN: Mapping[str, GateFn] = MappingProxyType({
+    "auto_format": python_gates.auto_format,
+    "lint": python_gates.lint,
+    "type_check": python_gates.type_check,
+    "tests": python_gates.tests,
+    "security_scan": python_gates.security_scan,
+    "complexity_check": python_gates.complexity_check,
+    "dead_code": python_gates.dead_code,
+    "mutation_testing": python_gates.mutation_testing,
+    "pii_scan": scan_gates.pii_scan,
+    "dlp_scan": scan_gates.dlp_scan,
+    "large_file": scan_gates.large_file,
+    "import_cycle": scan_gates.import_cycle,
+    "merge_conflict": repo_gates.merge_conflict,
+    "coverage_delta": repo_gates.coverage_delta,
+    "dep_audit": repo_gates.dep_audit,
+    "benchmark": repo_gates.benchmark,
+    "intent_verification": repo_gates.intent_verification,
+})
+#: the tool whose version is part of a gate's cache key
+TOOLS = {"auto_format": ("ruff", "ruff"), "lint": ("ruff", "ruff"), "tests": ("pytest", "pytest"),
+         "type_check": ("mypy", "mypy"), "security_scan": ("bandit", "bandit"),
+         "complexity_check": ("radon", "radon"), "dead_code": ("vulture", "vulture"),
+         "coverage_delta": ("coverage", "coverage"), "mutation_testing": ("mutmut", "mutmut")}
+LIBRARIES = {"dlp_scan": "detect-secrets", "pii_scan": "phonenumbers"}
+NEVER_CACHED = frozenset({"benchmark", "dep_audit"})
+BLOCKING = frozenset({"fail", "timeout"})
+PY_SUFFIXES = (".py", ".pyi")
+DEPENDENCY_FILES = ("requirements", "pyproject.toml", "setup.py", "setup.cfg", "poetry.lock",
+                    "uv.lock", "Pipfile", "package.json", "package-lock.json", "Cargo.toml",
+                    "go.mod")
+
+
+def condition_met(condition: str, changed: tuple[str, ...]) -> bool:
+    if condition == "always":
+        return True
+    if condition == "any_changed":
+        return bool(changed)
+    if condition == "python_changed":
+        return any(f.endswith(PY_SUFFIXES) for f in changed)
+    if condition == "tests_changed":
+        return any(python_gates.is_test_file(f) for f in changed)
+    if condition == "deps_changed":
+        return any(Path(f).name.startswith(DEPENDENCY_FILES) for f in changed)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class GateSetup:
+    config: QualityGatesConfig
+    plugins: Mapping[str, LoadedPlugin] = field(default_factory=dict)
+
+
+def load_gate_setup(project: Path, raw: object) -> GateSetup:
+    """Discover plugins, then check the config against built-ins and plugins.
+
+    Raises GateConfigError or PluginError with a message naming the problem.
+    """
+    plugins = discover(project)
+    return GateSetup(parse_quality_gates(raw, frozenset(plugins)), plugins)
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    changed: tuple[str, ...]
+    deleted: tuple[str, ...]
+    fingerprint: str  # the diff's content hash, for the cache
+
+
+def _git(root: Path, *args: str) -> str:
+    run = run_tool(["git", *args], root, 120)
+    if run.exit_code != 0:
+        raise ToolMissing(f"git {args[0]} failed: {run.output.strip()[-200:]}")
+    return run.output
+
+
+def collect_changes(root: Path, base_ref: str) -> Changes:
+    """The working tree against where it left base_ref (their merge base), untracked files
+    included, .sdd/ excluded: what this change did, not what base did since."""
+    _git(root, "rev-parse", "--verify", "--quiet", f"{base_ref}^{{commit}}")
+    merge_base = run_tool(["git", "merge-base", base_ref, "HEAD"], root, 60)
+    base = (merge_base.output.strip() if merge_base.exit_code == 0
+            else _git(root, "rev-parse", base_ref).strip())
+    status = _git(root, "diff", "--name-status", "--no-renames", base)
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    changed, deleted = [], []
+    for line in status.splitlines():
+        kind, _, name = line.partition("\t")
+        if name.startswith(".sdd/"):
+            continue
+        (deleted if kind.startswith("D") else changed).append(name)
+    extra = [n for n in untracked.splitlines() if n and not n.startswith(".sdd/")]
+    changed += extra
+    digest = hashlib.sha256(base.encode())
+    digest.update(_git(root, "diff", "--binary", base, "--", ".", ":!.sdd").encode())
+    for name in sorted(extra):
+        digest.update(name.encode())
+        with contextlib.suppress(OSError):
+            digest.update(hashlib.sha256((root / name).read_bytes()).digest())
+    return Changes(tuple(sorted(set(changed))), tuple(sorted(deleted)), digest.hexdigest())
+
+
+def _parse_bypass(environ: Mapping[str, str]) -> tuple[set[str], str]:
+    names = {n.strip() for n in environ.get("BERNSTEIN_SKIP_GATES", "").split(",") if n.strip()}
+    return names, environ.get("BERNSTEIN_SKIP_GATE_REASON", "").strip()
+
+
+@functools.cache
+def gates_revision() -> str:
+    """Our own gate code is part of every cache key: a change to a gate re-runs it."""
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def _library_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRun:
+    report: GateReport
+    reformatted: bool  # auto_format changed files: commit them before merging
+
+    @property
+    def blocking(self) -> list[GateResult]:
+        return [r for r in self.report.results if r.blocked]
+
+
+class GatePipeline:
+    def __init__(self, setup: GateSetup, llm: LlmClient, *, cache: GateCache | None,
+                 state_dir: Path, env: Mapping[str, str] | None = None) -> None:
+        self.setup = setup
+        self.llm = llm
+        self.cache = cache if setup.config.cache_enabled else None
+        self.state_dir = state_dir
+        self.env = env
+
+    @property
+    def config(self) -> QualityGatesConfig:
+        return self.setup.config
+
+    def _version(self, spec: GateSpec) -> str:
+        if spec.name in self.setup.plugins:
+            plugin = self.setup.plugins[spec.name]
+            source = plugin.origin.split(":", 1)[0]
+            try:
+                return hashlib.sha256(Path(source).read_bytes()).hexdigest()
+            except OSError:
+                return plugin.origin
+        if spec.name in LIBRARIES:
+            return _library_version(LIBRARIES[spec.name])
+        if spec.name in TOOLS:
+            try:
+                return tool_fingerprint(tool_argv(*TOOLS[spec.name]))
+            except ToolMissing:
+                return "missing"
+        return "builtin"
+
+    def _one(self, spec: GateSpec, ctx: GateContext, changes: Changes,
+             bypass: tuple[set[str], str]) -> GateResult:
+        started = time.monotonic()
+        names, reason = bypass
+
+        def result(verdict: Verdict, cached: bool = False) -> GateResult:
+            blocked = spec.required and verdict.status in BLOCKING
+            details = verdict.details
+            if spec.required and verdict.status == "skipped":
+                details = f"REQUIRED GATE SKIPPED — {details}"
+            return GateResult(spec.name, verdict.status, spec.required, blocked, cached,
+                              int((time.monotonic() - started) * 1000), details, verdict.digest,
+                              MappingProxyType(dict(verdict.metadata)))
+
+        if spec.name in names and self.config.allow_bypass:
+            return result(Verdict("bypassed", f"bypassed: {reason or 'no reason given'}",
+                                  metadata={"reason": reason or None,
+                                            "actor": os.environ.get("USER")}))
+        if not condition_met(spec.condition, changes.changed):
+            return result(Verdict("skipped", f"condition {spec.condition} not met"))
+        key = None
+        if self.cache is not None and spec.name not in NEVER_CACHED:
+            key = cache_key(changes.fingerprint, describe(spec), describe(self.config.options),
+                            self._version(spec), gates_revision())
+            hit = self.cache.get(key)
+            if hit is not None:
+                return result(hit, cached=True)
+        try:
+            if spec.name in self.setup.plugins:
+                verdict = run_plugin(self.setup.plugins[spec.name], ctx)
+            else:
+                verdict = BUILTIN[spec.name](ctx)
+        except ToolMissing as exc:
+            verdict = Verdict("skipped", f"skipped: {exc}")
+        except Exception as exc:  # one broken gate must not take the pipeline down
+            verdict = Verdict("fail", f"gate {spec.name} crashed: {type(exc).__name__}: {exc}")
+        if names and spec.name in names and not self.config.allow_bypass:
+            verdict = Verdict(verdict.status, verdict.details + " (bypass requested but "
+                              "allow_bypass is false)", verdict.digest, verdict.metadata)
+        if key is not None and verdict.status not in ("timeout",) and self.cache is not None:
+            self.cache.put(key, verdict)
+        return result(verdict)
+
+    def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
+            base_ref: str, environ: Mapping[str, str] | None = None,
+            cancel=None) -> PipelineRun:  # type: ignore[no-untyped-def]
+        started = time.monotonic()
+        if not self.config.enabled or not self.config.pipeline:
+            return PipelineRun(GateReport(task_id, True, 0, ()), False)
+        bypass = _parse_bypass(os.environ if environ is None else environ)
+        changes = collect_changes(root, base_ref)
+
+        def context(spec: GateSpec, changes: Changes) -> GateContext:
+            return GateContext(root, changes.changed, changes.deleted, base_ref, self.config,
+                               spec, task_id, title, description, self.llm, self.state_dir,
+                               self.env, cancel)
+
+        results: dict[str, GateResult] = {}
+        reformatted = False
+        first = [s for s in self.config.pipeline if s.name == "auto_format"]
+        for spec in first:
+            outcome = self._one(spec, context(spec, changes), changes, bypass)
+            results[spec.name] = outcome
+            if outcome.metadata.get("reformatted") and not outcome.cached:
+                reformatted = True
+                changes = collect_changes(root, base_ref)
+        rest = [s for s in self.config.pipeline if s.name != "auto_format"]
+        if rest:
+            with ThreadPoolExecutor(max_workers=min(4, len(rest)),
+                                    thread_name_prefix="gate") as pool:
+                futures = {s.name: pool.submit(self._one, s, context(s, changes), changes,
+                                               bypass) for s in rest}
+                for spec in rest:
+                    results[spec.name] = futures[spec.name].result()
+        ordered = tuple(results[s.name] for s in self.config.pipeline)
+        report = GateReport(
+            task_id=task_id, overall_pass=not any(r.blocked for r in ordered),
+            total_duration_ms=int((time.monotonic() - started) * 1000), results=ordered,
+            changed_files=changes.changed, cache_hits=sum(r.cached for r in ordered))
+        return PipelineRun(report, reformatted)

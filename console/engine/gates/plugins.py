@@ -1,0 +1,141 @@
+"""Custom gates: entry points in the group `bernstein.gates` and files in
+`.bernstein/gates/*.py`, classes with seed 000's GatePlugin interface:
+`name`, `required`, `condition`, and `run(changed_files, run_dir, task_title,
+task_description)` returning a result with a status (an object or a dict).
+
+A name that collides with a built-in or with another plugin is refused naming
+both; a plugin that raises yields a failed gate with the error.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from console.engine.gates.base import GateContext, Verdict
+from console.sdd.gate_config import SUPPORTED
+
+ENTRY_POINT_GROUP = "bernstein.gates"
+STATUSES = frozenset({"pass", "fail", "warn", "timeout", "skipped", "bypassed"})
+
+
+class PluginError(Exception):
+    """A plugin cannot be loaded; the message names it and, for collisions, both."""
+
+
+class GatePlugin:
+    """Base class for custom gates (subclassing is optional: the shape is what counts)."""
+
+    name: str = ""
+    required: bool = True
+    condition: str = "always"
+
+    def run(self, changed_files: list[str], run_dir: Path, task_title: str,
+            task_description: str) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedPlugin:
+    name: str
+    origin: str
+    instance: Any
+
+    @property
+    def required(self) -> bool:
+        return bool(getattr(self.instance, "required", True))
+
+    @property
+    def condition(self) -> str:
+        return str(getattr(self.instance, "condition", "always"))
+
+
+def _is_plugin(obj: object) -> bool:
+    return (inspect.isclass(obj) and obj is not GatePlugin
+            and callable(getattr(obj, "run", None)) and hasattr(obj, "name")
+            and obj.__module__ != GatePlugin.__module__)
+
+
+def _instances(module: Any, origin: str) -> list[tuple[Any, str]]:
+    found = []
+    for _name, obj in inspect.getmembers(module, _is_plugin):
+        if obj.__module__ == module.__name__:
+            found.append((obj(), f"{origin}:{obj.__name__}"))
+    return found
+
+
+def _load_file(path: Path) -> list[tuple[Any, str]]:
+    name = f"bernstein_tui_gate_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"cannot load gate plugin {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginError(f"gate plugin {path} failed to load: {type(exc).__name__}: "
+                          f"{exc}") from None
+    return _instances(module, str(path))
+
+
+def discover(project: Path) -> dict[str, LoadedPlugin]:
+    """Every plugin by name; PluginError on a collision or a broken plugin."""
+    candidates: list[tuple[Any, str]] = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = entry.load()
+        except Exception as exc:
+            raise PluginError(f"gate plugin entry point '{entry.name}' failed to load: "
+                              f"{type(exc).__name__}: {exc}") from None
+        origin = f"entry point {entry.name} ({entry.value})"
+        candidates.append((loaded() if inspect.isclass(loaded) else loaded, origin))
+    directory = project / ".bernstein" / "gates"
+    for path in sorted(directory.glob("*.py")) if directory.is_dir() else []:
+        candidates += _load_file(path)
+    plugins: dict[str, LoadedPlugin] = {}
+    for instance, origin in candidates:
+        name = str(getattr(instance, "name", "") or "")
+        if not name:
+            raise PluginError(f"gate plugin {origin} has no name")
+        if name in SUPPORTED:
+            raise PluginError(f"gate plugin {origin} is named '{name}', which is a built-in "
+                              "gate; rename the plugin")
+        if name in plugins:
+            raise PluginError(f"gate plugins {plugins[name].origin} and {origin} are both "
+                              f"named '{name}'")
+        plugins[name] = LoadedPlugin(name, origin, instance)
+    return plugins
+
+
+def _field(result: Any, key: str, default: Any = None) -> Any:
+    if isinstance(result, Mapping):
+        return result.get(key, default)
+    return getattr(result, key, default)
+
+
+def run_plugin(plugin: LoadedPlugin, ctx: GateContext) -> Verdict:
+    try:
+        result = plugin.instance.run(list(ctx.changed), ctx.root, ctx.task_title,
+                                     ctx.task_description)
+    except Exception as exc:
+        return Verdict("fail", f"plugin {plugin.name} raised {type(exc).__name__}: {exc}",
+                       metadata={"plugin": plugin.origin})
+    status = str(_field(result, "status", "") or "")
+    if status not in STATUSES:
+        passed = _field(result, "passed")
+        if isinstance(passed, bool):
+            status = "pass" if passed else "fail"
+        else:
+            return Verdict("fail", f"plugin {plugin.name} returned no valid status "
+                                   f"({status!r})", metadata={"plugin": plugin.origin})
+    details = str(_field(result, "details", "") or _field(result, "detail", "") or "")
+    metadata = _field(result, "metadata", {}) or {}
+    return Verdict(status, details, str(_field(result, "digest", "") or ""),
+                   {"plugin": plugin.origin, **(metadata if isinstance(metadata, dict) else {})})

@@ -1,0 +1,38 @@
+"""`bernstein-tui gates`: a gate report as a rich table plus the digests."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from console.model import GateReport
+
+STATUS_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
+                 "bypassed": "↷"}
+
+
+def gate_label(status: str) -> str:
+    return f"{STATUS_GLYPHS.get(status, '?')} {status}"
+
+
+def print_report(report: GateReport, console: Console | None = None) -> None:
+    out = console or Console()
+    table = Table(title_justify="left")
+    for column in ("gate", "status", "required", "cached", "ms", "details"):
+        table.add_column(column, justify="right" if column == "ms" else "left")
+    for result in report.results:
+        style = "bold" if result.blocked or (result.required and result.status == "skipped") \
+            else ""
+        table.add_row(Text(result.name), Text(gate_label(result.status), style=style),
+                      "yes" if result.required else "no", "yes" if result.cached else "",
+                      str(result.duration_ms), Text(result.details))
+    out.print(table)
+    for result in report.results:
+        if result.digest:
+            out.print(Text(f"── {result.name}", style="bold"))
+            out.print(Text(result.digest))
+    verdict = "PASS: no required gate blocks" if report.overall_pass else \
+        "BLOCKED by " + ", ".join(r.name for r in report.results if r.blocked)
+    out.print(Text(f"{verdict}  ·  {len(report.changed_files)} changed file(s)  ·  "
+                   f"{report.cache_hits} cached  ·  {report.total_duration_ms} ms", style="bold"))
