@@ -17,7 +17,7 @@ from pathlib import Path
 
 from console import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(Exception):
@@ -111,13 +111,13 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     if workers is not None and workers < 1:
         raise UsageError("--workers must be at least 1")
     try:
-        run_headless(root, workers=workers, until_idle=until_idle)
+        _engine, interrupted = run_headless(root, workers=workers, until_idle=until_idle)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except EngineError as exc:
         print(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_OK
+    return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
 
 
 def cmd_gates(root: Path, as_json: bool) -> int:
@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:

@@ -37,13 +37,11 @@ class TaskState(StrEnum):
 
     @classmethod
     def parse(cls, value: str) -> TaskState | None:
-        try:
-            return cls(value)
-        except ValueError:
-            return None
+        return _BY_VALUE.get(value)
 
 
 S = TaskState
+_BY_VALUE: dict[str, TaskState] = {state.value: state for state in TaskState}
 
 #: Bernstein's TASK_TRANSITIONS (lifecycle.py, 1.9.3), plus edges for the five
 #: 3.23.0 states, whose table is not published: the blocked_* and suspended

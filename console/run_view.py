@@ -46,7 +46,8 @@ def _counts_line(engine: Engine) -> Text:
 
 
 def run_headless(root: Path, *, workers: int | None, until_idle: bool,
-                 console: Console | None = None) -> tuple[Engine, Counter[str]]:
+                 console: Console | None = None) -> tuple[Engine, bool]:
+    """Run until idle (or forever); returns the engine and whether it was interrupted."""
     out = console or Console()
 
     def echo(event: EngineEvent) -> None:
@@ -63,6 +64,7 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
+    interrupted = False
     try:
         live = (Live(get_renderable=lambda: Group(_counts_line(engine), _running_table(engine)),
                      console=out, refresh_per_second=4, transient=True)
@@ -78,10 +80,16 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
             if live is not None:
                 live.stop()
     except KeyboardInterrupt:
+        interrupted = True
         out.print("stopping: killing running agents and reopening their tasks …")
     finally:
-        engine.stop()
-        signal.signal(signal.SIGTERM, previous)
-    counts = Counter(t.status for t in engine.store.snapshot())
+        # a second Ctrl-C must not cut the stop short and leave agents running
+        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            engine.stop()
+        finally:
+            signal.signal(signal.SIGINT, previous_int)
+            signal.signal(signal.SIGTERM, previous)
     out.print(_counts_line(engine), highlight=False)
-    return engine, counts
+    return engine, interrupted

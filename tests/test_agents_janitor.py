@@ -119,8 +119,8 @@ def test_paths_are_confined_to_the_worktree(tmp_path: Path) -> None:
         CompletionSignal("file_contains", "out/secret.txt :: secret"),
         CompletionSignal("glob_exists", "../*.txt"),
         CompletionSignal("path_exists", "ok.txt"),
-        CompletionSignal("file_contains", "ok.txt :: ^hello w.rld$"),
-        CompletionSignal("file_contains", "ok.txt :: hello ("),  # not a regex: substring
+        CompletionSignal("file_contains", "ok.txt :: /^hello w.rld$/"),
+        CompletionSignal("file_contains", "ok.txt :: hello w.rld"),  # plain: a substring
         CompletionSignal("glob_exists", "*.txt"),
         CompletionSignal("test_passes", "grep -q hello ok.txt"),
         CompletionSignal("test_passes", "exit 4"),
@@ -215,3 +215,13 @@ def test_api_responds_against_a_local_server(tmp_path: Path, endpoint: str) -> N
     assert [r.passed for r in results] == [True, False, False]
     assert results[1].detail == "answered 204, expected 200"
     assert results[2].detail.startswith("request failed")
+
+
+def test_malformed_signals_fail_themselves_not_the_attempt(tmp_path: Path) -> None:
+    janitor = Janitor(LlmClient(LlmConfig()))
+    results = janitor.check((CompletionSignal("glob_exists", "."),
+                             CompletionSignal("api_responds", "http://[::1", 200),
+                             CompletionSignal("file_contains", "x.txt :: /(unclosed/")),
+                            tmp_path, task_title="t", log_path=tmp_path / "j.log")
+    assert [r.passed for r in results] == [False, False, False]
+    assert all(r.detail for r in results)

@@ -39,7 +39,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
                description=f"sleep rand 0.05 0.3\nwrite out/w{i:02}.txt hello {i}",
                completion_signals=[{"type": "path_exists", "path": f"out/w{i:02}.txt"},
                                    {"type": "file_contains", "path": f"out/w{i:02}.txt",
-                                    "contains": f"hello {i}$"}])
+                                    "contains": f"/^hello {i}$/"}])
     deps = {"D1": ["W01", "W02"], "D2": ["D1"], "D3": ["W03"], "D4": ["D2", "D3"]}
     for name, needs in deps.items():
         ticket(root, name.lower(), id=name, title=f"Dependant {name}", depends_on=needs,

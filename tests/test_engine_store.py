@@ -201,3 +201,65 @@ def test_recovery_reopens_claimed_and_keeps_merged_work(tmp_path: Path) -> None:
     history = [r["status"] for _, r in JsonlTail(
         root / ".sdd/runtime/tasks.jsonl").read().records if r["id"] == "c"]
     assert history[:2] == ["claimed", "open"]
+
+
+def test_review_findings_on_ingestion(project: Path) -> None:
+    from console.engine.operations import cancel, escalate
+
+    ticket(project, "a", id="A", title="needs a refused one", depends_on=["B"])
+    ticket(project, "b", id="B", title="needs a ghost", depends_on=["GHOST"])
+    ticket(project, "c", id="C", title="fine")
+    ticket(project, "evil", id="E", title="path role", role="../../tmp/x")
+    ingestor, store = _ingestor(project)
+    assert [t.id for t in ingestor.ingest()] == ["C"]  # one bad ticket stops nothing else
+    messages = _events(project)
+    assert any("b.yaml" in m or "'GHOST'" in m for m in messages)
+    assert any("'B'" in m for m in messages)
+    assert any("role '../../tmp/x' must be letters" in m for m in messages)
+
+    open_dir = project / ".sdd/backlog/open"
+    (open_dir / "a.yaml").unlink()
+    (open_dir / "b.yaml").unlink()
+    first = ticket(project, "same", title="first of two files named same.yaml")
+    [one] = ingestor.ingest()
+    first.write_text("title: second, same file name, other content\n")
+    [two] = ingestor.ingest()
+    assert (one.metadata["ticket"], two.metadata["ticket"]) == ("claimed/same.yaml",
+                                                                 "claimed/same.1.yaml")
+    ticket(project, "again", id="C", title="C dropped again")
+    assert ingestor.ingest() == []
+    assert any("a task with id 'C' already exists (from claimed/c.yaml)" in m
+               for m in _events(project))
+
+    from console.engine.ingest import close_ticket
+
+    store.on_change(lambda task: close_ticket(store.paths, task))
+    assert cancel(store, two.id, "not needed").ok
+    closed = project / ".sdd/backlog/closed"
+    assert (closed / "same.1.yaml").exists() and not (closed / "same.yaml").exists()
+    store.transition("C", TaskState.CLAIMED)
+    store.transition("C", TaskState.DONE, reason="ok")
+    refused = escalate(store, "C")
+    assert not refused.ok and "only a task that will run again" in refused.message
+
+
+def test_a_dead_end_is_named_down_the_chain(project: Path) -> None:
+    ticket(project, "a", id="A", title="a")
+    ticket(project, "b", id="B", title="b", depends_on=["A"])
+    ticket(project, "c", id="C", title="c", depends_on=["B"])
+    ingestor, store = _ingestor(project)
+    ingestor.ingest()
+    store.transition("A", TaskState.CLAIMED)
+    store.transition("A", TaskState.FAILED, reason="boom")
+    reconcile_blocked(store)
+    assert store.get("B").result_summary == "blocked: dependency A failed"
+    assert store.get("C").result_summary == "blocked: dependency A failed"
+
+
+def test_tickets_of_one_pass_keep_file_order(project: Path) -> None:
+    for name in ("05", "01", "03", "02", "04"):
+        ticket(project, f"t{name}", title=f"task {name}")
+    ingestor, store = _ingestor(project)
+    ingestor.ingest()
+    order = sorted(store.tasks.values(), key=lambda t: (t.priority, t.created_at, t.id))
+    assert [t.title for t in order] == [f"task {n}" for n in ("01", "02", "03", "04", "05")]

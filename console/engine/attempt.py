@@ -23,8 +23,8 @@ from console.engine.gates.base import ToolMissing
 from console.engine.gates.pipeline import GatePipeline
 from console.engine.gitops import GitRepo
 from console.engine.janitor import Janitor
-from console.engine.orphans import PROJECT_MARKER, proc_start_ticks
-from console.engine.roles import load_role, render_prompt
+from console.engine.orphans import PROJECT_MARKER, SESSION_MARKER, kill_session, proc_start_ticks
+from console.engine.roles import Role, load_role, render_prompt
 from console.engine.router import route
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
@@ -34,6 +34,15 @@ from console.sdd.paths import SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
 
 HEARTBEAT_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How an attempt ended; `recorded` when its state change is already written."""
+
+    state: TaskState
+    message: str
+    recorded: bool = False
 
 
 @dataclass(slots=True)
@@ -100,35 +109,46 @@ class AttemptRunner:
                           "route_reason": chosen.reason, "log": self.paths.display(log_path)})
         except IllegalTransition:
             return  # cancelled between claim and start
-        append_jsonl(self.paths.sdd / "metrics" / "routing_decisions.jsonl", [{
-            "task_id": task.id, "adapter": task.extra.get("cli") or self.config.agents.default,
-            "model": chosen.model, "effort": chosen.effort, "reasons": [chosen.reason],
-            "attempt": attempt, "timestamp": time.time()}], fsync=False)
         beat = threading.Event()
+        outcome = Outcome(TaskState.FAILED, "the attempt ended without a verdict")
         try:
+            append_jsonl(self.paths.sdd / "metrics" / "routing_decisions.jsonl", [{
+                "task_id": task.id,
+                "adapter": task.extra.get("cli") or self.config.agents.default,
+                "model": chosen.model, "effort": chosen.effort, "reasons": [chosen.reason],
+                "attempt": attempt, "timestamp": time.time()}], fsync=False)
             self.repo.add_worktree(worktree, branch)
             threading.Thread(target=self._beat, args=(session, beat), daemon=True,
                              name=f"heartbeat-{session}").start()
             outcome = self._work(task, running, attempt, chosen.model, chosen.effort, role,
                                  worktree, log_path, branch)
         except EngineError as exc:
-            outcome = (TaskState.FAILED, str(exc))
+            outcome = Outcome(TaskState.FAILED, str(exc))
+        except Exception as exc:  # whatever happens, the task gets a verdict and a cleanup
+            outcome = Outcome(TaskState.FAILED, f"engine error: {type(exc).__name__}: {exc}")
         finally:
             beat.set()
-        self._finish(running, outcome)
-        keep_branch = outcome[0] is TaskState.FAILED  # for the operator to inspect
-        self.repo.remove_worktree(worktree, None if keep_branch else branch)
-        self._clear_session_files(session)
+            kill_session(session)  # anything the agent left behind, even detached
+            self._finish(running, outcome)
+            keep_branch = outcome.state is TaskState.FAILED  # for the operator to inspect
+            self.repo.remove_worktree(worktree, None if keep_branch else branch)
+            self._clear_session_files(session)
 
     def _beat(self, session: str, stop: threading.Event) -> None:
         while not stop.is_set():
             self._heartbeat(session, "agent", "running")
             stop.wait(HEARTBEAT_S)
 
+    @staticmethod
+    def _stopped(running: Running) -> Outcome:
+        return Outcome(TaskState.OPEN if running.stopping else TaskState.CANCELLED,
+                       "agent stopped")
+
     def _work(self, task: Task, running: Running, attempt: int, model: str, effort: str,
-              role, worktree: Path, log_path: Path, branch: str) -> tuple[TaskState, str]:
+              role: Role, worktree: Path, log_path: Path, branch: str) -> Outcome:
         extra_env = {"BERNSTEIN_MODEL": model, "BERNSTEIN_TASK_ID": task.id,
-                     "BERNSTEIN_ATTEMPT": str(attempt), PROJECT_MARKER: str(self.paths.root)}
+                     "BERNSTEIN_ATTEMPT": str(attempt), PROJECT_MARKER: str(self.paths.root),
+                     SESSION_MARKER: running.session}
         extra_env.update({k: os.environ[k] for k in self.config.agents.env if k in os.environ})
         env = scrubbed_env(DEFAULT_ENV_ALLOW, extra_env)
         ctx = AgentContext(task, render_prompt(role, task), model, effort, attempt, worktree, env)
@@ -136,7 +156,7 @@ class AttemptRunner:
             adapter = choose_adapter(task, self.config.agents, env)
             command = build_command(adapter, ctx, self.config.agents)
         except AdapterError as exc:
-            return TaskState.FAILED, str(exc)
+            return Outcome(TaskState.FAILED, str(exc))
         timeout = self.config.agents.timeouts.get(task.scope,
                                                   self.config.agents.timeouts["medium"])
         try:
@@ -146,34 +166,46 @@ class AttemptRunner:
                                on_start=lambda pid: self._record_pid(running.session, task.id,
                                                                      pid))
         except OSError as exc:
-            return TaskState.FAILED, f"adapter {adapter} could not start: {exc.strerror or exc}"
+            return Outcome(TaskState.FAILED,
+                           f"adapter {adapter} could not start: {exc.strerror or exc}")
         if result.cancelled:
-            return TaskState.OPEN if running.stopping else TaskState.CANCELLED, "agent stopped"
+            return self._stopped(running)
         if result.timed_out:
-            return TaskState.FAILED, (f"agent timed out after {timeout:.0f} s "
-                                      f"(scope {task.scope}) and was killed")
+            return Outcome(TaskState.FAILED, f"agent timed out after {timeout:.0f} s "
+                                             f"(scope {task.scope}) and was killed")
         if result.exit_code != 0:
             last = (result.output_tail.strip().splitlines() or [""])[-1][:200]
-            return TaskState.FAILED, f"agent exited with code {result.exit_code}: {last}"
+            return Outcome(TaskState.FAILED,
+                           f"agent exited with code {result.exit_code}: {last}")
         files = self.repo.commit_all(worktree, f"{task.title} ({task.id}, attempt {attempt})")
         checks = self.janitor.check(task.completion_signals, worktree, task_title=task.title,
-                                    log_path=log_path, cancel=running.cancel)
+                                    log_path=log_path, cancel=running.cancel,
+                                    diff=self.repo.diff(worktree))
+        if running.cancel.is_set():  # a killed check is no verdict on the work
+            return self._stopped(running)
         failed = [c for c in checks if not c.passed]
         if failed:
-            return TaskState.FAILED, "janitor: " + "; ".join(str(c) for c in failed)
+            return Outcome(TaskState.FAILED, "janitor: " + "; ".join(str(c) for c in failed))
         if self.gates is not None:
             blocked = self._gates(task, worktree, running)
+            if running.cancel.is_set():
+                return self._stopped(running)
             if blocked is not None:
-                return TaskState.FAILED, blocked
+                return Outcome(TaskState.FAILED, blocked)
             files = self.repo.commit_all(worktree, f"auto_format ({task.id}, attempt {attempt})")
-        if running.cancel.is_set():
-            return TaskState.OPEN if running.stopping else TaskState.CANCELLED, "agent stopped"
-        if not files:
-            return TaskState.DONE, "agent reported success; no files changed"
-        merged = self.repo.merge(branch, self.repo.merge_message(branch, task.title))
-        if not merged.ok:
-            return TaskState.FAILED, merged.message
-        return TaskState.DONE, merged.message
+        with self.store.lock:  # a cancel cannot slip in between this check and the merge
+            if running.cancel.is_set() or self.store.get(task.id).state is not \
+                    TaskState.IN_PROGRESS:
+                return self._stopped(running)
+            if not files:
+                message = "agent reported success; no files changed"
+            else:
+                merged = self.repo.merge(branch, self.repo.merge_message(branch, task.title))
+                if not merged.ok:
+                    return Outcome(TaskState.FAILED, merged.message)
+                message = merged.message
+            self.store.transition(task.id, TaskState.DONE, reason=message)
+            return Outcome(TaskState.DONE, message, recorded=True)
 
     def _gates(self, task: Task, worktree: Path, running: Running) -> str | None:
         """Run the pipeline on the attempt's change; the reason it blocks, or None."""
@@ -194,17 +226,17 @@ class AttemptRunner:
             reasons.append(f"{result.name} {result.status}: {first or result.details}")
         return "gates blocked — " + "; ".join(reasons)
 
-    def _finish(self, running: Running, outcome: tuple[TaskState, str]) -> None:
-        state, message = outcome
+    def _finish(self, running: Running, outcome: Outcome) -> None:
+        state, message = outcome.state, outcome.message
         task_id = running.task_id
         with self.store.lock:
             current = self.store.get(task_id)
-            if current.state is TaskState.CANCELLED:
+            if current.state is TaskState.CANCELLED or state is TaskState.CANCELLED:
                 return  # the operator's cancel already said why
-            if state is TaskState.CANCELLED:
-                return
             try:
-                if state is TaskState.OPEN:
+                if outcome.recorded:
+                    pass  # written together with the merge
+                elif state is TaskState.OPEN:
                     self.store.transition(task_id, TaskState.OPEN, assigned_agent=None,
                                           result_summary="engine stopped; will run again")
                 else:
@@ -214,18 +246,6 @@ class AttemptRunner:
                 return
         level = "info" if state is TaskState.DONE else "warning"
         self.events.emit(level, f"{task_id} {state.value}: {message}", task_id=task_id)
-        if state in (TaskState.DONE, TaskState.FAILED):
-            self._close_ticket(current)
-
-    def _close_ticket(self, task: Task) -> None:
-        name = str(task.metadata.get("ticket", ""))
-        if not name.startswith("claimed/"):
-            return
-        source = self.paths.sdd / "backlog" / name
-        target = self.paths.sdd / "backlog" / "closed" / source.name
-        with contextlib.suppress(OSError):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
 
 
 def new_session(role: str) -> str:

@@ -9,6 +9,7 @@ from console.control import Control, Outcome
 from console.engine import inbox, operations
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
+from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner
 from console.engine.store import TaskStore
 from console.sdd.paths import SddPaths
@@ -61,6 +62,7 @@ class FileControl:
             with EngineLock(self.paths):
                 store = TaskStore(self.paths)
                 store.load()
+                store.on_change(lambda task: close_ticket(self.paths, task))
                 return action(store)
         except EngineError as exc:
             return Outcome.refused(str(exc))

@@ -27,11 +27,11 @@ from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
 from console.engine.gitops import GitRepo
-from console.engine.ingest import SATISFIED, Ingestor, reconcile_blocked
+from console.engine.ingest import SATISFIED, Ingestor, close_ticket, reconcile_blocked
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
-from console.engine.orphans import PROJECT_MARKER, reap_orphans
+from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
 from console.engine.store import TaskStore
 from console.model import EngineEvent, Task, TaskState
 from console.sdd.fileio import atomic_write_text
@@ -58,6 +58,7 @@ class Engine:
         self.wake = threading.Event()
         self.paused = False
         self.running: dict[str, Running] = {}
+        self._dirty = True  # a task changed since the last reconcile
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self.store: TaskStore
@@ -71,6 +72,7 @@ class Engine:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")
         self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
+        protect_environment()
         if not self.paths.sdd.is_dir():
             init_project(self.paths.root)
         self.lock.acquire()
@@ -79,7 +81,7 @@ class Engine:
                 self.events.warning(warning.reason, file=warning.file)
             self.store = TaskStore(self.paths, fsync=self.fsync)
             self.store.load()
-            self.store.on_change(lambda task: self.wake.set())
+            self.store.on_change(self._changed)
             self._ignore_worktrees()
             self._recover()
             env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root)})
@@ -185,9 +187,16 @@ class Engine:
             self.wake.wait(TICK_S)
             self.wake.clear()
 
+    def _changed(self, task: Task) -> None:
+        self._dirty = True
+        self.wake.set()
+        close_ticket(self.paths, task)
+
     def tick(self) -> None:
         self.ingestor.ingest()
-        reconcile_blocked(self.store)
+        if self._dirty:
+            self._dirty = False
+            reconcile_blocked(self.store)
         inbox.drain(self.paths, self.handle)
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
@@ -203,7 +212,8 @@ class Engine:
         if free <= 0:
             return
         with self.store.lock:
-            ready = sorted((t for t in self.store.tasks.values() if self._claimable(t)),
+            ready = sorted((t for t in self.store.in_state(TaskState.OPEN)
+                            if self._claimable(t)),
                            key=lambda t: (t.priority, t.created_at or 0.0, t.id))
             for task in ready[:free]:
                 self.store.transition(task.id, TaskState.CLAIMED,
@@ -239,7 +249,7 @@ class Engine:
         if self.running or not self._queue.empty():
             return False
         with self.store.lock:
-            if any(self._claimable(t) for t in self.store.tasks.values()):
+            if any(self._claimable(t) for t in self.store.in_state(TaskState.OPEN)):
                 return False
         return not self.ingestor.pending()
 

@@ -7,11 +7,14 @@ a conflict aborts the merge and names the conflicting files.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")  # no git: our own one-line error, below
 
 import git
 
@@ -40,6 +43,9 @@ class GitRepo:
     """The project's repository; thread-safe through per-call git processes and a merge lock."""
 
     def __init__(self, root: Path, base_branch: str | None = None) -> None:
+        if shutil.which("git") is None:
+            raise EngineError("git is not installed (not found on PATH); the engine needs it "
+                              "(the console still watches)")
         try:
             self.repo = git.Repo(root)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -119,6 +125,14 @@ class GitRepo:
             raise EngineError(f"cannot commit the agent's work: {_short(exc)}") from None
         return tuple(n for n in names.splitlines() if n)
 
+    def diff(self, worktree: Path, limit: int = 200_000) -> str:
+        """What the attempt changed (base...HEAD), capped, for reviewers and judges."""
+        try:
+            text = self._git(worktree).execute(["git", "diff", f"{self.base}...HEAD"])
+        except git.GitCommandError:
+            return ""
+        return text[:limit]
+
     def merge(self, branch: str, message: str) -> MergeResult:
         with self.lock:
             cmd = self._git()
@@ -130,6 +144,7 @@ class GitRepo:
                 where = current or "a detached HEAD"
                 return MergeResult(False, f"the project checkout is on '{where}', "
                                           f"not the base branch '{self.base}'")
+            files = ""
             try:
                 files = cmd.execute(["git", "diff", "--name-only", f"{self.base}...{branch}"])
                 cmd.execute(["git", *IDENTITY, "merge", "--no-ff", "--no-edit", "-q", "-m",
@@ -144,10 +159,24 @@ class GitRepo:
                 if conflicts:
                     return MergeResult(False, "merge conflict in " + ", ".join(conflicts),
                                        conflicts)
+                dirty = self._dirty(files)
+                if dirty:
+                    return MergeResult(False, "the project checkout has uncommitted changes "
+                                              "the merge would overwrite: " + ", ".join(dirty))
                 return MergeResult(False, f"merge failed: {_short(exc)}")
             merged = tuple(n for n in files.splitlines() if n)
             return MergeResult(True, f"merged {len(merged)} file(s) into {self.base}",
                                files=merged)
+
+    def _dirty(self, merging: str) -> list[str]:
+        """Files the merge would touch that have uncommitted changes in the checkout."""
+        try:
+            status = self._git().execute(["git", "status", "--porcelain", "-z"])
+        except git.GitCommandError:
+            return []
+        touched = set(merging.splitlines())
+        local = {entry[3:] for entry in status.split("\0") if len(entry) > 3}
+        return sorted(touched & local) or sorted(local)[:5]
 
     @staticmethod
     def merge_message(branch: str, title: str) -> str:

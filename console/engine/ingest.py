@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from console.engine.errors import IllegalTransition
+from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState, Ticket
@@ -25,6 +26,7 @@ from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
 
 SATISFIED = frozenset({"done", "closed"})
+ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
 
 
@@ -42,12 +44,12 @@ def ticket_id(ticket: Ticket, path: Path, data: bytes) -> str:
 
 
 def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None,
-                     now: float) -> Task:
+                     now: float, claimed_name: str) -> Task:
     t = candidate.ticket
     deadline = t.deadline
     if deadline is None and t.sla_minutes is not None:
         deadline = now + t.sla_minutes * 60
-    metadata = {"ticket": f"claimed/{candidate.path.name}", "tags": list(t.tags),
+    metadata = {"ticket": f"claimed/{claimed_name}", "tags": list(t.tags),
                 "ticket_type": t.task_type}
     if t.sla_minutes is not None:
         metadata["sla_minutes"] = t.sla_minutes
@@ -66,16 +68,19 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
 
 def _cycle(start: str, edges: dict[str, tuple[str, ...]]) -> list[str] | None:
     """A dependency cycle through `start`, as a path that ends where it began."""
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    seen: set[str] = set()
+    parent: dict[str, str] = {}
+    stack = [start]
     while stack:
-        node, path = stack.pop()
+        node = stack.pop()
         for dep in edges.get(node, ()):
             if dep == start:
-                return [*path, start]
-            if dep not in seen:
-                seen.add(dep)
-                stack.append((dep, [*path, dep]))
+                path = [node]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, start]
+            if dep not in parent:
+                parent[dep] = node
+                stack.append(dep)
     return None
 
 
@@ -85,24 +90,34 @@ class Ingestor:
         self.paths = paths
         self.events = events
         self._reported: dict[str, str] = {}  # file → last reason said, so it is said once
+        self._bad_content: dict[str, tuple[int, int]] = {}  # unreadable file → (mtime, size)
 
-    def _refuse(self, path: Path, reason: str) -> None:
+    def _refuse(self, path: Path, reason: str, *, content: bool = False) -> None:
+        """Say once why a ticket stays in open/; `content`: it cannot be read or parsed, so
+        there is no point reading it again until the file changes."""
         display = self.paths.display(path)
+        if content:
+            with contextlib.suppress(OSError):
+                info = path.stat()
+                self._bad_content[display] = (info.st_mtime_ns, info.st_size)
         if self._reported.get(display) != reason:
             self._reported[display] = reason
             self.events.warning(f"ticket not ingested: {reason}", file=display)
 
-    def _move(self, path: Path) -> str:
+    def _claimed_name(self, path: Path) -> str:
+        """A name in backlog/claimed/ that no ticket, claimed or closed, uses yet."""
+        backlog = self.paths.sdd / "backlog"
+        name, counter = path.name, 1
+        while (backlog / "claimed" / name).exists() or (backlog / "closed" / name).exists():
+            name = f"{path.stem}.{counter}{path.suffix}"
+            counter += 1
+        return name
+
+    def _move(self, path: Path, name: str) -> None:
         claimed = self.paths.sdd / "backlog" / "claimed"
         claimed.mkdir(parents=True, exist_ok=True)
-        target = claimed / path.name
-        counter = 1
-        while target.exists():
-            target = claimed / f"{path.stem}.{counter}{path.suffix}"
-            counter += 1
-        os.replace(path, target)
+        os.replace(path, claimed / name)
         self._reported.pop(self.paths.display(path), None)
-        return target.name
 
     def pending(self) -> list[str]:
         """Ticket files in backlog/open/ not (yet) refused: work that may still arrive."""
@@ -124,15 +139,25 @@ class Ingestor:
             if name.startswith(".") or not name.endswith(TICKET_SUFFIXES):
                 continue
             path = directory / name
-            data, problem = read_regular_file(path, self.paths.display(path), MAX_TICKET_BYTES)
+            display = self.paths.display(path)
+            known_bad = self._bad_content.get(display)
+            if known_bad is not None:
+                try:
+                    info = path.stat()
+                except OSError:
+                    continue
+                if (info.st_mtime_ns, info.st_size) == known_bad:
+                    continue  # unchanged since it was refused for its content
+                del self._bad_content[display]
+            data, problem = read_regular_file(path, display, MAX_TICKET_BYTES)
             if problem is not None:
-                self._refuse(path, problem.reason)
+                self._refuse(path, problem.reason, content=True)
                 continue
             if data is None:
                 continue
             parsed = parse_ticket(data, self.paths.display(path))
             if isinstance(parsed, TicketError):
-                self._refuse(path, parsed.reason)
+                self._refuse(path, parsed.reason, content=True)
                 continue
             found.append(Candidate(path, parsed, ticket_id(parsed, path, data)))
         return found
@@ -149,52 +174,89 @@ class Ingestor:
             for c in candidates:
                 prior = existing.get(c.task_id)
                 if prior is not None:
-                    if prior.metadata.get("ticket", "").endswith(c.path.name):
-                        self._move(c.path)  # created before a crash, never moved
+                    recorded = str(prior.metadata.get("ticket", ""))
+                    leftover = (recorded == f"claimed/{c.path.name}" and not any(
+                        (self.paths.sdd / "backlog" / d / c.path.name).exists()
+                        for d in ("claimed", "closed")))
+                    if leftover:  # created just before a crash, never moved
+                        self._move(c.path, c.path.name)
                     else:
-                        self._refuse(c.path, f"a task with id '{c.task_id}' already exists")
+                        self._refuse(c.path, f"a task with id '{c.task_id}' already exists "
+                                             f"(from {recorded or 'another source'})")
                 elif c.task_id in batch:
                     self._refuse(c.path, f"id '{c.task_id}' is also used by "
                                          f"{batch[c.task_id].path.name}")
                 else:
                     batch[c.task_id] = c
+            for tid, c in list(batch.items()):
+                if not ROLE.fullmatch(c.ticket.role):
+                    self._refuse(c.path, f"role {c.ticket.role!r} must be letters, digits, "
+                                         "'-' or '_'")
+                    del batch[tid]
             edges = {tid: t.depends_on for tid, t in existing.items()}
             edges.update({tid: c.ticket.depends_on for tid, c in batch.items()})
             for tid, c in list(batch.items()):
-                unknown = [d for d in c.ticket.depends_on if d not in edges]
-                if unknown:
-                    self._refuse(c.path, "depends on unknown task " + ", ".join(
-                        repr(u) for u in unknown))
-                    del batch[tid]
-                    continue
                 cycle = _cycle(tid, edges)
                 if cycle:
                     self._refuse(c.path, "dependency cycle " + " → ".join(cycle))
                     del batch[tid]
+            changed = True
+            while changed:  # a ticket whose dependency was refused waits too
+                changed = False
+                for tid, c in list(batch.items()):
+                    unknown = [d for d in c.ticket.depends_on
+                               if d not in existing and d not in batch]
+                    if unknown:
+                        self._refuse(c.path, "depends on unknown task " + ", ".join(
+                            repr(u) for u in unknown))
+                        del batch[tid]
+                        changed = True
             now = self.store.clock()
-            for c in batch.values():
+            for index, c in enumerate(batch.values()):
                 waiting = [d for d in c.ticket.depends_on
                            if d in batch or existing[d].status not in SATISFIED]
                 status = TaskState.BLOCKED if waiting else TaskState.OPEN
                 reason = f"waiting for {', '.join(waiting)}" if waiting else None
-                task = self.store.create(task_from_ticket(c, status, reason, now))
-                self._move(c.path)
+                name = self._claimed_name(c.path)
+                try:  # file order breaks ties between tickets of one pass
+                    task = self.store.create(task_from_ticket(c, status, reason,
+                                                              now + index * 1e-6, name))
+                except EngineError as exc:
+                    self._refuse(c.path, str(exc))
+                    continue
+                self._move(c.path, name)
                 created.append(task)
         for task in created:
             self.events.info(f"ingested {task.id}: {task.title}", task_id=task.id)
         return created
 
 
+def _dead_end(store: TaskStore, task_id: str, seen: set[str]) -> str | None:
+    """Why this dependency can never be satisfied ('X failed', 'Y cancelled'), or None."""
+    task = store.tasks.get(task_id)
+    if task is None or task_id in seen:
+        return None
+    if task.status in DEAD_ENDS:
+        return f"{task_id} {task.status}"
+    if task.state is TaskState.BLOCKED:
+        seen.add(task_id)
+        for dep in task.depends_on:
+            why = _dead_end(store, dep, seen)
+            if why is not None:
+                return why
+    return None
+
+
 def reconcile_blocked(store: TaskStore) -> list[Task]:
     """Open blocked tasks whose dependencies are all done; say why the others still wait."""
     changed = []
     with store.lock:
-        for task in list(store.tasks.values()):
-            if task.state is not TaskState.BLOCKED or not task.depends_on:
+        for task in store.in_state(TaskState.BLOCKED):
+            if not task.depends_on:
                 continue
             deps = [(d, store.tasks.get(d)) for d in task.depends_on]
             missing = [d for d, t in deps if t is None]
-            dead = [f"{d} {t.status}" for d, t in deps if t is not None and t.status in DEAD_ENDS]
+            dead = [why for d, _t in deps if (why := _dead_end(store, d, set())) is not None]
             waiting = [d for d, t in deps if t is not None and t.status not in SATISFIED]
             if missing:
                 reason = "dependency " + ", ".join(missing) + " does not exist"
@@ -210,3 +272,21 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
             if task.result_summary != reason:
                 changed.append(store.update(task.id, result_summary=reason))
     return changed
+
+
+CLOSING = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED, TaskState.CLOSED})
+
+
+def close_ticket(paths: SddPaths, task: Task) -> None:
+    """A task that ended takes its ticket from backlog/claimed/ to backlog/closed/;
+    reopened, it takes it back."""
+    name = str(task.metadata.get("ticket", ""))
+    if not name.startswith("claimed/"):
+        return
+    backlog = paths.sdd / "backlog"
+    claimed, closed = backlog / name, backlog / "closed" / Path(name).name
+    source, target = (claimed, closed) if task.state in CLOSING else (closed, claimed)
+    if source.exists() and not target.exists():
+        with contextlib.suppress(OSError):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)

@@ -55,6 +55,16 @@ def confine(worktree: Path, relative: str) -> Path:
     return resolved
 
 
+def contains(text: str, needle: str) -> bool:
+    """Bernstein's substring test; `/pattern/` asks for a regular expression (seed 000),
+    searched line by line so one pathological pattern cannot stall on a whole file."""
+    if len(needle) > 2 and needle.startswith("/") and needle.endswith("/"):
+        pattern = re.compile(needle[1:-1])
+        return any(pattern.search(line) for line in text.splitlines()[:20000]
+                   if len(line) <= 4096)
+    return needle in text
+
+
 class Janitor:
     def __init__(self, llm: LlmClient, *, test_timeout_s: float = 120.0,
                  env: dict[str, str] | None = None) -> None:
@@ -75,6 +85,8 @@ class Janitor:
                 passed, detail = self._one(signal, worktree, task_title, diff, cancel, log_path)
             except Confinement as exc:
                 passed, detail = False, str(exc)
+            except Exception as exc:  # a malformed signal fails itself, not the attempt
+                passed, detail = False, f"cannot check: {type(exc).__name__}: {exc}"
             results.append(SignalResult(signal, passed, detail))
         return results
 
@@ -97,10 +109,7 @@ class Janitor:
                 return False, f"{rel.strip()} does not exist"
             with open(path, "rb") as handle:
                 text = handle.read(MAX_READ_BYTES).decode("utf-8", errors="replace")
-            try:
-                found = re.search(needle, text, re.MULTILINE) is not None
-            except re.error:
-                found = needle in text
+            found = contains(text, needle)
             return found, "found" if found else f"{needle!r} not found in {rel.strip()}"
         if kind == "test_passes":
             return self._test(value, worktree, cancel, log_path)

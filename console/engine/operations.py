@@ -20,6 +20,10 @@ CANCELLABLE = frozenset({TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRES
                          TaskState.SUSPENDED})
 
 
+ESCALATABLE = frozenset({TaskState.OPEN, TaskState.BLOCKED, TaskState.CLAIMED,
+                         TaskState.IN_PROGRESS, TaskState.FAILED, TaskState.PLANNED})
+
+
 def retry(store: TaskStore, task_id: str) -> Outcome:
     """failed → open with retry_count + 1 (Bernstein's batch-ops retry); same id."""
     try:
@@ -42,8 +46,10 @@ def escalate(store: TaskStore, task_id: str, model: str | None = None,
     """The next attempt runs on a stronger model; a failed task is reopened for it."""
     try:
         task = store.get(task_id)
-        if task.is_terminal:
-            return Outcome.refused(f"task {task_id} is {task.status}; nothing to escalate")
+        if task.state not in ESCALATABLE:
+            return Outcome.refused(f"task {task_id} is {task.status}; only a task that will "
+                                   "run again (open, blocked, claimed, running or failed) can be "
+                                   "escalated")
         current = task.model or str(task.metadata.get("last_model") or ladder[0])
         target = model or next_tier(current, ladder)
         if target is None:

@@ -20,6 +20,7 @@ from console.engine.events import EventLog
 from console.sdd.paths import SddPaths
 
 PROJECT_MARKER = "BERNSTEIN_TUI_PROJECT"
+SESSION_MARKER = "BERNSTEIN_TUI_SESSION"
 
 
 def proc_start_ticks(pid: int) -> int | None:
@@ -39,9 +40,9 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def marked_processes(root: str) -> list[int]:
-    """Live processes whose environment says they work for this project."""
-    needle = f"{PROJECT_MARKER}={root}".encode()
+def marked_processes(root: str, marker: str = PROJECT_MARKER) -> list[int]:
+    """Live processes whose environment carries marker=root."""
+    needle = f"{marker}={root}".encode()
     found = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -99,3 +100,23 @@ def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0)
             break
         time.sleep(0.05)
     return tasks
+
+
+def kill_session(session: str) -> int:
+    """Kill whatever one agent session left running, detached children included."""
+    pids = marked_processes(session, SESSION_MARKER)
+    for pid in pids:
+        _kill(pid)
+    return len(pids)
+
+
+def protect_environment() -> bool:
+    """Make this process's /proc entries (its environment: API keys) unreadable to the
+    agents it starts, which run as the same user (prctl PR_SET_DUMPABLE 0). Linux only."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(4, 0, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+    except (OSError, AttributeError):
+        return False

@@ -51,6 +51,7 @@ class TaskStore:
         self.fsync = fsync
         self.lock = threading.RLock()
         self.tasks: dict[str, Task] = {}
+        self._by_status: dict[str, dict[str, None]] = {}  # status → ids (insertion-ordered)
         self.problems: list[Problem] = []
         self._listeners: list[Callable[[Task], None]] = []
 
@@ -75,6 +76,9 @@ class TaskStore:
                     self.tasks[task.id] = task
                 if not batch.more:
                     break
+            self._by_status.clear()
+            for task in self.tasks.values():
+                self._by_status.setdefault(task.status, {})[task.id] = None
 
     def on_change(self, listener: Callable[[Task], None]) -> None:
         self._listeners.append(listener)
@@ -86,6 +90,15 @@ class TaskStore:
             except KeyError:
                 raise EngineError(f"no task with id '{task_id}'") from None
 
+    def in_state(self, state: TaskState) -> list[Task]:
+        """Tasks in one state, without scanning the others."""
+        with self.lock:
+            return [self.tasks[i] for i in self._by_status.get(state.value, {})]
+
+    def count(self, state: TaskState) -> int:
+        with self.lock:
+            return len(self._by_status.get(state.value, {}))
+
     def snapshot(self) -> list[Task]:
         with self.lock:
             return list(self.tasks.values())
@@ -96,6 +109,10 @@ class TaskStore:
         append_jsonl(self.paths.of(Kind.TASKS), [encode_task(task)], fsync=self.fsync)
         if archive:
             append_jsonl(self.paths.of(Kind.ARCHIVE), [archive_record(task)], fsync=self.fsync)
+        old = self.tasks.get(task.id)
+        if old is not None:
+            self._by_status.get(old.status, {}).pop(task.id, None)
+        self._by_status.setdefault(task.status, {})[task.id] = None
         self.tasks[task.id] = task
         for listener in self._listeners:
             listener(task)

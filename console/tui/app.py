@@ -8,13 +8,13 @@ event loop reads a file.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Static
 
-from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
@@ -25,6 +25,8 @@ from console.tui.styles import stylesheet
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_table import TaskTable
 
+if TYPE_CHECKING:
+    from console.engine.engine import Engine
 
 def empty_text(root: Path, exists: bool) -> str:
     if exists:
@@ -60,7 +62,7 @@ class ConsoleApp(App[int]):
         self.source = LocalSource(root)
         self.read_only = read_only
         self.want_engine = engine and not read_only
-        self.engine: Engine | None = None
+        self.engine: Engine | None = None  # started in a thread; imported lazily
         self.counts: dict[str, int] = {}
         self.problem_count = 0
         self.loaded = False  # no "could not be read" toasts for what the first load finds
@@ -91,14 +93,20 @@ class ConsoleApp(App[int]):
 
     def _start_engine(self) -> None:
         """In a thread: the engine's start does file and git work."""
-        engine = Engine(self.source.paths.root)
+        from console.engine.engine import Engine
+
         try:
+            engine = Engine(self.source.paths.root)
             engine.start(create=False)
         except OwnedElsewhere as exc:
             self.post_message(EngineStatus(f"engine: not started, watching only — {exc}", False))
             return
         except (EngineError, ConfigError) as exc:
             self.post_message(EngineStatus(f"engine: not started — {exc}", False))
+            return
+        except Exception as exc:  # never a traceback at the operator
+            self.post_message(EngineStatus(f"engine: not started — {type(exc).__name__}: "
+                                           f"{exc}", False))
             return
         self.engine = engine
         self.post_message(EngineStatus(
