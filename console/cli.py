@@ -148,7 +148,8 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     state = paths.sdd / "caching" if paths.sdd.is_dir() else git_dir / "bernstein-tui"
     pipeline = GatePipeline(setup, LlmClient(config.llm),
                             cache=GateCache(state / "gates", setup.config.cache_max_entries),
-                            state_dir=state)
+                            state_dir=state, log_dir=paths.sdd / "runtime" / "gate-logs"
+                            if paths.sdd.is_dir() else None)
     base_ref = setup.config.base_ref or "HEAD"
     try:
         run = pipeline.run(root, task_id="working-tree", title="working tree changes",

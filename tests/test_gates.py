@@ -91,6 +91,8 @@ def test_engine_records_written_for_the_console(tmp_path: Path) -> None:
     assert (lint["task_id"], lint["status"], lint["result"], lint["required"], lint["cached"]) \
         == ("working-tree", "fail", "blocked", True, False)
     assert lint["timestamp"].endswith("+00:00")
+    log = (root / ".sdd/runtime/gate-logs/working-tree/lint.log").read_text()
+    assert "ruff" in log and "F401" in log and "[exit 1" in log  # the raw output, kept
     report = json.loads((root / ".sdd/runtime/gates/working-tree.json").read_text())
     assert report["overall_pass"] is False and report["gates_run"] == ["lint", "pii_scan",
                                                                       "dlp_scan"]

@@ -218,6 +218,11 @@ class AttemptRunner:
         except ToolMissing as exc:
             return f"gates could not run: {exc}"
         write_gate_run(self.paths, run.report)
+        for result in run.report.results:
+            if result.required and result.status == "skipped" and \
+                    not result.details.endswith("not met"):
+                self.events.warning(f"{task.id}: required gate {result.name} did not run — "
+                                    f"{result.details}", task_id=task.id)
         if not run.blocking:
             return None
         reasons = []

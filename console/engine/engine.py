@@ -111,7 +111,8 @@ class Engine:
         env = {**os.environ, PROJECT_MARKER: str(self.paths.root)}
         return GatePipeline(setup, llm, cache=GateCache(caching / "gates",
                                                         setup.config.cache_max_entries),
-                            state_dir=caching, env=env)
+                            state_dir=caching, env=env,
+                            log_dir=self.paths.sdd / "runtime" / "gate-logs")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

@@ -130,6 +130,7 @@ class GateContext:
     state_dir: Path  # where gates keep baselines (coverage, benchmark)
     env: Mapping[str, str] | None = None
     cancel: threading.Event | None = None
+    outputs: list[str] = field(default_factory=list)  # raw tool output, for the gate log
 
     @property
     def timeout_s(self) -> float:
@@ -147,5 +148,9 @@ class GateContext:
         return shlex.split(text) if text else None
 
     def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolRun:
-        return run_tool(argv, self.root, timeout_s or self.timeout_s, env=self.env,
-                        cancel=self.cancel)
+        result = run_tool(argv, self.root, timeout_s or self.timeout_s, env=self.env,
+                          cancel=self.cancel)
+        self.outputs.append(f"$ {shlex.join(argv)}\n{result.output}"
+                            f"[exit {result.exit_code}{', timed out' if result.timed_out else ''}"
+                            f", {result.duration_s:.2f} s]\n")
+        return result

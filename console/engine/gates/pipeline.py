@@ -34,6 +34,7 @@ from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
 from console.engine.llm import LlmClient
 from console.model import GateReport, GateResult
+from console.sdd.fileio import atomic_write_text
 from console.sdd.gate_config import GateSpec, QualityGatesConfig, parse_quality_gates
 
 GateFn = Callable[[GateContext], Verdict]
@@ -65,6 +66,7 @@ TOOLS = {"auto_format": ("ruff", "ruff"), "lint": ("ruff", "ruff"), "tests": ("p
 LIBRARIES = {"dlp_scan": "detect-secrets", "pii_scan": "phonenumbers"}
 NEVER_CACHED = frozenset({"benchmark", "dep_audit"})
 BLOCKING = frozenset({"fail", "timeout"})
+MAX_LOG_CHARS = 1024 * 1024
 PY_SUFFIXES = (".py", ".pyi")
 DEPENDENCY_FILES = ("requirements", "pyproject.toml", "setup.py", "setup.cfg", "poetry.lock",
                     "uv.lock", "Pipfile", "package.json", "package-lock.json", "Cargo.toml",
@@ -174,7 +176,9 @@ class PipelineRun:
 
 class GatePipeline:
     def __init__(self, setup: GateSetup, llm: LlmClient, *, cache: GateCache | None,
-                 state_dir: Path, env: Mapping[str, str] | None = None) -> None:
+                 state_dir: Path, env: Mapping[str, str] | None = None,
+                 log_dir: Path | None = None) -> None:
+        self.log_dir = log_dir  # raw tool output, one capped file per task and gate
         self.setup = setup
         self.llm = llm
         self.cache = cache if setup.config.cache_enabled else None
@@ -243,7 +247,17 @@ class GatePipeline:
                               "allow_bypass is false)", verdict.digest, verdict.metadata)
         if key is not None and verdict.status not in ("timeout",) and self.cache is not None:
             self.cache.put(key, verdict)
+        self._log(ctx, spec.name)
         return result(verdict)
+
+    def _log(self, ctx: GateContext, gate: str) -> None:
+        if self.log_dir is None or not ctx.outputs:
+            return
+        text = "".join(ctx.outputs)
+        if len(text) > MAX_LOG_CHARS:
+            text = text[:MAX_LOG_CHARS] + f"\n[bernstein-tui: log capped at {MAX_LOG_CHARS}]\n"
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in ctx.task_id)
+        atomic_write_text(self.log_dir / safe / f"{gate}.log", text)
 
     def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
             base_ref: str, environ: Mapping[str, str] | None = None,
