@@ -26,7 +26,7 @@ def _wait(condition, timeout: float = 30.0) -> None:
 
 
 def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> None:
-    root = make_repo(tmp_path)
+    root = make_repo(tmp_path, config="cascade: {enabled: false}\n")  # one attempt each
     ticket(root, "fails", id="F", title="fails once", description="exit 2")
     ticket(root, "slow", id="S", title="slow", description="sleep 30")
     env = {**os.environ, "SPEC_AGENT_LOG": str(tmp_path / "agent.log")}

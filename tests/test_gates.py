@@ -317,8 +317,8 @@ def test_the_engine_merges_only_what_passes_its_gates(tmp_path: Path) -> None:
     root = make_repo(tmp_path)
     with open(root / "bernstein.yaml", "a") as handle:
         handle.write("quality_gates:\n  lint: true\n  pii_scan: false\n")
-    ticket(root, "bad", id="BAD", title="Unused import",
-           description="write src/bad.py import os")
+    ticket(root, "bad", id="BAD", title="Undefined name", scope="small", complexity="low",
+           description="write src/bad.py X = undefined_name")
     ticket(root, "good", id="GOOD", title="Clean module",
            description="write src/good.py X = 1")
     result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
@@ -328,11 +328,11 @@ def test_the_engine_merges_only_what_passes_its_gates(tmp_path: Path) -> None:
     state = tasks(root)
     assert state["GOOD"].status == "done"
     assert state["BAD"].status == "failed"
-    assert state["BAD"].result_summary.startswith("gates blocked — lint fail: src/bad.py:1: F401")
+    assert "gates blocked — lint fail: src/bad.py:1: F821" in state["BAD"].result_summary
     files = git(root, "ls-tree", "-r", "--name-only", "main").split()
     assert "src/good.py" in files and "src/bad.py" not in files
     report = json.loads((root / ".sdd/runtime/gates/BAD.json").read_text())
-    assert report["overall_pass"] is False and "F401" in by_name(report)["lint"]["digest"]
+    assert report["overall_pass"] is False and "F821" in by_name(report)["lint"]["digest"]
     lines = [json.loads(x) for x in
              (root / ".sdd/metrics/quality_gates.jsonl").read_text().splitlines()]
     assert {(x["task_id"], x["gate"], x["status"]) for x in lines} == {

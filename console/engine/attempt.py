@@ -1,4 +1,6 @@
-"""One attempt at one task: worktree → agent → commit → janitor → merge → done or failed.
+"""One attempt at one task: worktree → agent → commit → janitor → gates (with the
+AutoFixer) → review → low-confidence check → merge. What it ends in goes to the
+ChainKeeper, which decides done, retry, escalate or give up.
 
 Runs in a worker thread. Every state change goes through the store; whatever
 happens, the worktree is removed and the agent's process group is dead before
@@ -8,6 +10,7 @@ it returns.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -15,8 +18,22 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from console.engine import autofix
 from console.engine.agents.adapters import AgentContext, build_command, choose_adapter
 from console.engine.agents.process import run_agent, scrubbed_env
+from console.engine.cascade import (
+    FAILURE_FLAG,
+    GATES,
+    HARD_FAILURE,
+    JANITOR,
+    LOW_CONFIDENCE,
+    REVIEW,
+    Step,
+    failure_flag,
+    low_confidence,
+    usage_from_output,
+)
+from console.engine.chain import AttemptEnd, ChainKeeper
 from console.engine.errors import AdapterError, EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.gates.base import ToolMissing
@@ -24,25 +41,17 @@ from console.engine.gates.pipeline import GatePipeline
 from console.engine.gitops import GitRepo
 from console.engine.janitor import Janitor
 from console.engine.orphans import PROJECT_MARKER, SESSION_MARKER, kill_session, proc_start_ticks
+from console.engine.review import MultiJudgeReview
+from console.engine.review import feedback as review_feedback
 from console.engine.roles import Role, load_role, render_prompt
-from console.engine.router import route
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fileio import append_jsonl, atomic_write_json
 from console.sdd.gate_records import write_gate_run
-from console.sdd.paths import SddPaths
+from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
 
 HEARTBEAT_S = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How an attempt ended; `recorded` when its state change is already written."""
-
-    state: TaskState
-    message: str
-    recorded: bool = False
 
 
 @dataclass(slots=True)
@@ -57,9 +66,13 @@ class Running:
 
 class AttemptRunner:
     def __init__(self, paths: SddPaths, store: TaskStore, repo: GitRepo, config: ProjectConfig,
-                 janitor: Janitor, events: EventLog, engine_session: str,
-                 gates: GatePipeline | None = None) -> None:
+                 janitor: Janitor, events: EventLog, engine_session: str, chains: ChainKeeper,
+                 gates: GatePipeline | None = None, review: MultiJudgeReview | None = None
+                 ) -> None:
         self.gates = gates
+        self.chains = chains
+        self.review = review
+        self.cascade_config = chains.config
         self.paths = paths
         self.store = store
         self.repo = repo
@@ -97,7 +110,7 @@ class AttemptRunner:
         session = running.session
         branch = f"bernstein/{task.id}-{attempt}"
         role = load_role(task.role, self.paths.root / self.config.roles_dir)
-        chosen = route(task, role)
+        step = self.chains.plan(task, role)
         worktree = self.paths.sdd / "worktrees" / session
         log_path = self.paths.sdd / "runtime" / f"{session}.log"
         try:
@@ -105,32 +118,39 @@ class AttemptRunner:
                 task.id, TaskState.IN_PROGRESS, assigned_agent=session,
                 claimed_by_session=self.engine_session,
                 metadata={"attempt": attempt, "session": session, "branch": branch,
-                          "last_model": chosen.model, "last_effort": chosen.effort,
-                          "route_reason": chosen.reason, "log": self.paths.display(log_path)})
+                          "log": self.paths.display(log_path),
+                          **self.chains.start_metadata(task, step, attempt)})
         except IllegalTransition:
             return  # cancelled between claim and start
         beat = threading.Event()
-        outcome = Outcome(TaskState.FAILED, "the attempt ended without a verdict")
+        end = AttemptEnd(TaskState.FAILED, "the attempt ended without a verdict",
+                         trigger=HARD_FAILURE)
         try:
             append_jsonl(self.paths.sdd / "metrics" / "routing_decisions.jsonl", [{
                 "task_id": task.id,
                 "adapter": task.extra.get("cli") or self.config.agents.default,
-                "model": chosen.model, "effort": chosen.effort, "reasons": [chosen.reason],
+                "model": step.model, "effort": step.effort, "reasons": [step.reason],
                 "attempt": attempt, "timestamp": time.time()}], fsync=False)
             self.repo.add_worktree(worktree, branch)
             threading.Thread(target=self._beat, args=(session, beat), daemon=True,
                              name=f"heartbeat-{session}").start()
-            outcome = self._work(task, running, attempt, chosen.model, chosen.effort, role,
-                                 worktree, log_path, branch)
+            end = self._work(task, running, attempt, step, role, worktree, log_path, branch)
         except EngineError as exc:
-            outcome = Outcome(TaskState.FAILED, str(exc))
+            end = AttemptEnd(TaskState.FAILED, str(exc), trigger=HARD_FAILURE)
         except Exception as exc:  # whatever happens, the task gets a verdict and a cleanup
-            outcome = Outcome(TaskState.FAILED, f"engine error: {type(exc).__name__}: {exc}")
+            end = AttemptEnd(TaskState.FAILED, f"engine error: {type(exc).__name__}: {exc}",
+                             trigger=HARD_FAILURE)
         finally:
             beat.set()
             kill_session(session)  # anything the agent left behind, even detached
-            self._finish(running, outcome)
-            keep_branch = outcome.state is TaskState.FAILED  # for the operator to inspect
+            if end.state is TaskState.OPEN and not running.stopping:
+                end = AttemptEnd(TaskState.CANCELLED, end.message)
+            try:
+                self.chains.settle(task.id, end)
+            except Exception as exc:
+                self.events.error(f"{task.id}: recording the attempt failed: "
+                                  f"{type(exc).__name__}: {exc}", task_id=task.id)
+            keep_branch = end.state is TaskState.FAILED  # for the operator to inspect
             self.repo.remove_worktree(worktree, None if keep_branch else branch)
             self._clear_session_files(session)
 
@@ -140,23 +160,25 @@ class AttemptRunner:
             stop.wait(HEARTBEAT_S)
 
     @staticmethod
-    def _stopped(running: Running) -> Outcome:
-        return Outcome(TaskState.OPEN if running.stopping else TaskState.CANCELLED,
-                       "agent stopped")
+    def _stopped(running: Running) -> AttemptEnd:
+        return AttemptEnd(TaskState.OPEN if running.stopping else TaskState.CANCELLED,
+                          "agent stopped")
 
-    def _work(self, task: Task, running: Running, attempt: int, model: str, effort: str,
-              role: Role, worktree: Path, log_path: Path, branch: str) -> Outcome:
+    def _work(self, task: Task, running: Running, attempt: int, step: Step, role: Role,
+              worktree: Path, log_path: Path, branch: str) -> AttemptEnd:
+        model, effort = step.model, step.effort
         extra_env = {"BERNSTEIN_MODEL": model, "BERNSTEIN_TASK_ID": task.id,
                      "BERNSTEIN_ATTEMPT": str(attempt), PROJECT_MARKER: str(self.paths.root),
                      SESSION_MARKER: running.session}
         extra_env.update({k: os.environ[k] for k in self.config.agents.env if k in os.environ})
         env = scrubbed_env(DEFAULT_ENV_ALLOW, extra_env)
-        ctx = AgentContext(task, render_prompt(role, task), model, effort, attempt, worktree, env)
+        prompt = render_prompt(role, task, self.chains.prompt_extra(task))
+        ctx = AgentContext(task, prompt, model, effort, attempt, worktree, env)
         try:
             adapter = choose_adapter(task, self.config.agents, env)
             command = build_command(adapter, ctx, self.config.agents)
         except AdapterError as exc:
-            return Outcome(TaskState.FAILED, str(exc))
+            return AttemptEnd(TaskState.FAILED, str(exc), trigger="adapter")
         timeout = self.config.agents.timeouts.get(task.scope,
                                                   self.config.agents.timeouts["medium"])
         try:
@@ -166,33 +188,55 @@ class AttemptRunner:
                                on_start=lambda pid: self._record_pid(running.session, task.id,
                                                                      pid))
         except OSError as exc:
-            return Outcome(TaskState.FAILED,
-                           f"adapter {adapter} could not start: {exc.strerror or exc}")
+            return AttemptEnd(TaskState.FAILED,
+                              f"adapter {adapter} could not start: {exc.strerror or exc}",
+                              trigger="adapter")
+        tokens = usage_from_output(result.output_tail)
         if result.cancelled:
             return self._stopped(running)
         if result.timed_out:
-            return Outcome(TaskState.FAILED, f"agent timed out after {timeout:.0f} s "
-                                             f"(scope {task.scope}) and was killed")
+            return AttemptEnd(TaskState.FAILED, f"agent timed out after {timeout:.0f} s "
+                                                f"(scope {task.scope}) and was killed",
+                              trigger=HARD_FAILURE, tokens=tokens,
+                              digest=result.output_tail[-2000:])
         if result.exit_code != 0:
             last = (result.output_tail.strip().splitlines() or [""])[-1][:200]
-            return Outcome(TaskState.FAILED,
-                           f"agent exited with code {result.exit_code}: {last}")
+            return AttemptEnd(TaskState.FAILED,
+                              f"agent exited with code {result.exit_code}: {last}",
+                              trigger=HARD_FAILURE, tokens=tokens, gate="agent",
+                              digest=result.output_tail[-2000:])
         files = self.repo.commit_all(worktree, f"{task.title} ({task.id}, attempt {attempt})")
+        diff = self.repo.diff(worktree)
         checks = self.janitor.check(task.completion_signals, worktree, task_title=task.title,
-                                    log_path=log_path, cancel=running.cancel,
-                                    diff=self.repo.diff(worktree))
+                                    log_path=log_path, cancel=running.cancel, diff=diff)
         if running.cancel.is_set():  # a killed check is no verdict on the work
             return self._stopped(running)
         failed = [c for c in checks if not c.passed]
         if failed:
-            return Outcome(TaskState.FAILED, "janitor: " + "; ".join(str(c) for c in failed))
+            text = "; ".join(str(c) for c in failed)
+            return AttemptEnd(TaskState.FAILED, f"janitor: {text}", trigger=JANITOR,
+                              gate="janitor", digest=text, files=files, tokens=tokens)
+        extra: tuple[dict, ...] = ()
         if self.gates is not None:
-            blocked = self._gates(task, worktree, running)
+            blocked = self._gates(task, worktree, running, files)
             if running.cancel.is_set():
                 return self._stopped(running)
-            if blocked is not None:
-                return Outcome(TaskState.FAILED, blocked)
+            if isinstance(blocked, AttemptEnd):
+                return dataclasses.replace(blocked, tokens=tokens)
+            extra = blocked
             files = self.repo.commit_all(worktree, f"auto_format ({task.id}, attempt {attempt})")
+        reviewed = self._review(task, diff, model)
+        if reviewed is not None:
+            return dataclasses.replace(reviewed, files=files, tokens=tokens, extra_attempts=extra)
+        phrase = low_confidence(result.output_tail, self.cascade_config.phrases)
+        if phrase is not None:
+            return AttemptEnd(TaskState.FAILED, f"the agent's output says {phrase!r}",
+                              trigger=LOW_CONFIDENCE, files=files, tokens=tokens,
+                              extra_attempts=extra)
+        if failure_flag(result.output_tail):
+            return AttemptEnd(TaskState.FAILED, "the agent flagged its work as failed",
+                              trigger=FAILURE_FLAG, files=files, tokens=tokens,
+                              extra_attempts=extra)
         with self.store.lock:  # a cancel cannot slip in between this check and the merge
             if running.cancel.is_set() or self.store.get(task.id).state is not \
                     TaskState.IN_PROGRESS:
@@ -202,21 +246,25 @@ class AttemptRunner:
             else:
                 merged = self.repo.merge(branch, self.repo.merge_message(branch, task.title))
                 if not merged.ok:
-                    return Outcome(TaskState.FAILED, merged.message)
+                    return AttemptEnd(TaskState.FAILED, merged.message, trigger="merge",
+                                      files=files, tokens=tokens, extra_attempts=extra)
                 message = merged.message
             self.store.transition(task.id, TaskState.DONE, reason=message)
-            return Outcome(TaskState.DONE, message, recorded=True)
+        return AttemptEnd(TaskState.DONE, message, recorded=True, files=files, tokens=tokens,
+                          extra_attempts=extra)
 
-    def _gates(self, task: Task, worktree: Path, running: Running) -> str | None:
-        """Run the pipeline on the attempt's change; the reason it blocks, or None."""
+    def _gates(self, task: Task, worktree: Path, running: Running,
+               files: tuple[str, ...]) -> AttemptEnd | tuple[dict, ...]:
+        """Run the pipeline; an AttemptEnd when it blocks (after an AutoFixer try), else the
+        autofix attempts it took (possibly none)."""
         assert self.gates is not None
+        base_ref = self.gates.config.base_ref or self.repo.base
         try:
             run = self.gates.run(worktree, task_id=task.id, title=task.title,
-                                 description=task.description,
-                                 base_ref=self.gates.config.base_ref or self.repo.base,
+                                 description=task.description, base_ref=base_ref,
                                  cancel=running.cancel)
         except ToolMissing as exc:
-            return f"gates could not run: {exc}"
+            return AttemptEnd(TaskState.FAILED, f"gates could not run: {exc}", trigger="adapter")
         write_gate_run(self.paths, run.report)
         for result in run.report.results:
             if result.required and result.status == "skipped" and \
@@ -224,33 +272,48 @@ class AttemptRunner:
                 self.events.warning(f"{task.id}: required gate {result.name} did not run — "
                                     f"{result.details}", task_id=task.id)
         if not run.blocking:
-            return None
-        reasons = []
+            return ()
+        fixed = autofix.try_lint_fix(worktree, run.blocking, files)
+        if fixed is not None:
+            self.repo.commit_all(worktree, f"autofix: ruff --fix ({task.id})")
+            again = self.gates.run(worktree, task_id=task.id, title=task.title,
+                                   description=task.description, base_ref=base_ref,
+                                   cancel=running.cancel)
+            write_gate_run(self.paths, again.report)
+            record = {**fixed, "task_id": task.id, "success": not again.blocking}
+            if not again.blocking:
+                self.events.info(f"{task.id}: AutoFixer fixed {fixed['fixed']} lint "
+                                 "error(s) with ruff --fix", task_id=task.id)
+                return (record,)
+            run = again
+            extra: tuple[dict, ...] = (record,)
+        else:
+            extra = ()
+        reasons, digests = [], []
         for result in run.blocking:
             first = result.digest.splitlines()[1] if result.digest.count("\n") else ""
             reasons.append(f"{result.name} {result.status}: {first or result.details}")
-        return "gates blocked — " + "; ".join(reasons)
+            digests.append(f"[{result.name}] {result.digest or result.details}")
+        return AttemptEnd(TaskState.FAILED, "gates blocked — " + "; ".join(reasons),
+                          trigger=GATES, gate=",".join(r.name for r in run.blocking),
+                          digest="\n".join(digests), files=files, extra_attempts=extra)
 
-    def _finish(self, running: Running, outcome: Outcome) -> None:
-        state, message = outcome.state, outcome.message
-        task_id = running.task_id
-        with self.store.lock:
-            current = self.store.get(task_id)
-            if current.state is TaskState.CANCELLED or state is TaskState.CANCELLED:
-                return  # the operator's cancel already said why
-            try:
-                if outcome.recorded:
-                    pass  # written together with the merge
-                elif state is TaskState.OPEN:
-                    self.store.transition(task_id, TaskState.OPEN, assigned_agent=None,
-                                          result_summary="engine stopped; will run again")
-                else:
-                    self.store.transition(task_id, state, reason=message)
-            except IllegalTransition as exc:
-                self.events.error(str(exc), task_id=task_id)
-                return
-        level = "info" if state is TaskState.DONE else "warning"
-        self.events.emit(level, f"{task_id} {state.value}: {message}", task_id=task_id)
+    def _review(self, task: Task, diff: str, model: str) -> AttemptEnd | None:
+        """Multi-judge review where the tier or the ticket asks for one."""
+        tier = str(task.metadata.get("tier") or "")
+        if self.review is None or not (tier in self.cascade_config.reviewed_tiers
+                                       or task.metadata.get("require_review")):
+            return None
+        record = self.review.review(task_id=task.id, title=task.title,
+                                    description=task.description, diff=diff,
+                                    writer_model=model)
+        append_jsonl(self.paths.of(Kind.REVIEWS), [record])
+        if record.get("skipped") or record.get("passed"):
+            if record.get("skipped"):
+                self.events.info(f"{task.id}: {record['reason']}", task_id=task.id)
+            return None
+        return AttemptEnd(TaskState.FAILED, f"review: {record.get('reason')}", trigger=REVIEW,
+                          gate="review", digest=review_feedback(record))
 
 
 def new_session(role: str) -> str:

@@ -21,6 +21,8 @@ from console.control import Outcome
 from console.engine import inbox, operations
 from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
+from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
+from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.gates.cache import GateCache
@@ -32,13 +34,16 @@ from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
 from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
+from console.engine.reflection import Reflector
+from console.engine.review import MultiJudgeReview, parse_review
 from console.engine.store import TaskStore
 from console.model import EngineEvent, Task, TaskState
-from console.sdd.fileio import atomic_write_text
+from console.sdd.fileio import append_jsonl, atomic_write_text
 from console.sdd.gate_config import GateConfigError
-from console.sdd.paths import SddPaths
+from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
 from console.sdd.skeleton import init_project
+from console.sdd.tail import JsonlTail
 
 TICK_S = 0.2
 
@@ -85,10 +90,11 @@ class Engine:
             self._ignore_worktrees()
             self._recover()
             env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root)})
-            llm = LlmClient(self.config.llm)
+            llm = LlmClient(self.config.llm, on_call=self._llm_call)
             janitor = Janitor(llm, test_timeout_s=self.config.test_timeout_s, env=env)
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
-                                        self.events, self.session, self._gate_pipeline(llm))
+                                        self.events, self.session, self._chains(llm),
+                                        self._gate_pipeline(llm), self._review(llm))
             self.ingestor = Ingestor(self.store, self.paths, self.events)
         except BaseException:
             self.lock.release()
@@ -98,6 +104,32 @@ class Engine:
         self._spawn(self._tick_loop, "engine-tick")
         self.events.info(f"engine started: {self.workers} worker(s), base branch "
                          f"'{self.repo.base}'")
+
+    def _llm_call(self, record: dict) -> None:
+        append_jsonl(self.paths.sdd / "metrics" / "llm_calls.jsonl", [record], fsync=False)
+
+    def _chains(self, llm: LlmClient) -> ChainKeeper:
+        """The cascade (unless `cascade: {enabled: false}`), bandit and reflection memory."""
+        raw = self.config.raw.get("cascade")
+        try:
+            cascade = parse_cascade(raw, self.config.raw.get("complexity"))
+        except (ValueError, TypeError) as exc:
+            raise EngineError(f"bernstein.yaml: {exc}") from None
+        enabled = not (isinstance(raw, dict) and raw.get("enabled") is False)
+        bandit = Bandit(self.paths.sdd / "routing" / "cascade_bandit.json", cascade)
+        router = CascadeRouter(cascade, bandit) if enabled else None
+        reflector = Reflector(self.paths, llm, on_note=lambda m: self.events.warning(m))
+        tail = JsonlTail(self.paths.of(Kind.REFLECTIONS))
+        reflector.remember([record for _, record in tail.read().records])
+        self.reflector = reflector
+        return ChainKeeper(self.paths, self.store, router, cascade, reflector, self.events)
+
+    def _review(self, llm: LlmClient) -> MultiJudgeReview | None:
+        try:
+            config = parse_review(self.config.raw.get("review"))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise EngineError(f"bernstein.yaml: review: {exc}") from None
+        return MultiJudgeReview(llm, config)
 
     def _gate_pipeline(self, llm: LlmClient) -> GatePipeline | None:
         """quality_gates from bernstein.yaml, plugins included; None when switched off."""

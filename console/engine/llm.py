@@ -8,7 +8,9 @@ environment variable named in config and never logged or written anywhere.
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -30,11 +32,46 @@ class LlmReply:
     completion_tokens: int
 
 
+DEFAULT_PRICES = {"haiku": (1.0, 5.0), "sonnet": (3.0, 15.0), "opus": (5.0, 25.0),
+                  "gpt-4o-mini": (0.15, 0.6), "gpt-4o": (2.5, 10.0), "gemini-flash": (0.3, 2.5)}
+
+
 class LlmClient:
-    def __init__(self, config: LlmConfig, *, transport: httpx.BaseTransport | None = None) -> None:
+    """Chat completions with retries, token and cost accounting and a per-run budget.
+
+    `on_call` receives one dict per answered call (model, tokens, cost, purpose) — the
+    engine appends it to metrics/llm_calls.jsonl; the key never appears in it.
+    """
+
+    def __init__(self, config: LlmConfig, *, transport: httpx.BaseTransport | None = None,
+                 on_call: Callable[[dict], None] | None = None) -> None:
         self.config = config
         self._client: httpx.Client | None = None
         self._transport = transport
+        self.on_call = on_call
+        self._lock = threading.Lock()
+        self.spent_usd = 0.0
+        self.tokens = [0, 0]
+        self.calls = 0
+
+    def _price(self, model: str) -> tuple[float, float]:
+        prices = {**DEFAULT_PRICES, **self.config.prices}
+        best = max((name for name in prices if name in model.lower()), key=len, default=None)
+        return prices[best] if best else (0.0, 0.0)
+
+    def _account(self, reply: LlmReply, purpose: str) -> None:
+        price_in, price_out = self._price(reply.model)
+        cost = (reply.prompt_tokens * price_in + reply.completion_tokens * price_out) / 1e6
+        with self._lock:
+            self.spent_usd += cost
+            self.tokens[0] += reply.prompt_tokens
+            self.tokens[1] += reply.completion_tokens
+            self.calls += 1
+        if self.on_call is not None:
+            self.on_call({"timestamp": time.time(), "purpose": purpose, "model": reply.model,
+                          "prompt_tokens": reply.prompt_tokens,
+                          "completion_tokens": reply.completion_tokens,
+                          "cost_usd": round(cost, 6)})
 
     @property
     def configured(self) -> bool:
@@ -55,9 +92,13 @@ class LlmClient:
         return self._client
 
     def chat(self, system: str, user: str, *, max_tokens: int = 512,
-             model: str | None = None) -> LlmReply:
+             model: str | None = None, purpose: str = "") -> LlmReply:
         if not self.configured:
             raise LlmUnavailable(self.not_configured_reason())
+        budget = self.config.budget_usd
+        if budget is not None and self.spent_usd >= budget:
+            raise LlmUnavailable(f"the LLM budget of ${budget:.2f} for this run is spent "
+                                 f"(${self.spent_usd:.4f}); LLM calls stopped")
         body = {"model": model or self.config.model, "max_tokens": max_tokens,
                 "temperature": 0,
                 "messages": [{"role": "system", "content": system},
@@ -77,7 +118,9 @@ class LlmClient:
                     raise LlmUnavailable(f"LLM endpoint answered {response.status_code}: "
                                          f"{response.text[:200]}")
                 else:
-                    return self._reply(response, body["model"])
+                    reply = self._reply(response, body["model"])
+                    self._account(reply, purpose)
+                    return reply
             time.sleep(delay)
             delay *= 2
         raise LlmUnavailable("LLM endpoint kept failing")  # pragma: no cover - loop returns

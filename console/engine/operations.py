@@ -54,12 +54,14 @@ def escalate(store: TaskStore, task_id: str, model: str | None = None,
         target = model or next_tier(current, ladder)
         if target is None:
             return Outcome.refused(f"task {task_id} already runs on the top tier ({current})")
+        meta = {"escalated_from": current, "next_model": target,
+                "next_reason": f"escalated by the operator from {current}"}
         if task.state is TaskState.FAILED:
             store.transition(task_id, TaskState.OPEN, model=target, assigned_agent=None,
                              result_summary=None, retry_count=task.retry_count + 1,
-                             metadata={"escalated_from": current})
+                             metadata=meta)
             return Outcome.done(f"task {task_id} reopened on {target} (was {current})")
-        store.update(task_id, model=target, metadata={"escalated_from": current})
+        store.update(task_id, model=target, metadata=meta)
     except EngineError as exc:
         return Outcome.refused(str(exc))
     when = "its running attempt finishes on the old model; the next" if (

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from console.model import Problem
-from console.sdd.fields import RecordError, float_or, int_or, opt_str, str_tuple
+from console.sdd.fields import RecordError, float_or, int_or, opt_float, opt_str, str_tuple
 from console.sdd.fileio import read_regular_file
 
 #: top-level keys Bernstein's seed parser reads (accepted, mostly unused by us yet)
@@ -24,7 +24,7 @@ BERNSTEIN_KEYS = frozenset({
     "notify", "webhooks", "evolution", "missions", "sla", "cascade", "routing", "providers",
     "agents", "llm", "storage", "workflow", "plan", "tenants", "mcp_servers", "review",
 })
-OUR_KEYS = frozenset({"base_branch", "workers", "roles_dir", "janitor"})
+OUR_KEYS = frozenset({"base_branch", "workers", "roles_dir", "janitor", "complexity"})
 DEFAULT_TIMEOUTS = {"small": 900.0, "medium": 1800.0, "large": 3600.0}
 DEFAULT_ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ",
                      "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "PYTHONPATH")
@@ -51,6 +51,8 @@ class LlmConfig:
     model: str = "gpt-4o-mini"
     timeout_s: float = 60.0
     max_retries: int = 2
+    budget_usd: float | None = None  # per run; past it LLM calls stop (and say so)
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # $ per 1M tokens
 
     @property
     def configured(self) -> bool:
@@ -88,6 +90,20 @@ def _argv(value: object, key: str) -> tuple[str, ...]:
     raise ConfigError(f"'{key}' must be a command (a string or a list of strings)")
 
 
+def _prices(raw: object, key: str) -> dict[str, tuple[float, float]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"'{key}' must be a map of model → [input, output] $ per 1M tokens")
+    out = {}
+    for model, pair in raw.items():
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(x, int | float) for x in pair)):
+            raise ConfigError(f"'{key}.{model}' must be [input, output] $ per 1M tokens")
+        out[str(model)] = (float(pair[0]), float(pair[1]))
+    return out
+
+
 def parse_config(raw: Mapping[str, Any], display: str = "bernstein.yaml") -> ProjectConfig:
     warnings = [Problem(display, None, f"unknown key '{key}' (ignored)")
                 for key in raw if key not in BERNSTEIN_KEYS | OUR_KEYS]
@@ -119,6 +135,8 @@ def parse_config(raw: Mapping[str, Any], display: str = "bernstein.yaml") -> Pro
             model=opt_str(llm_raw, "model") or "gpt-4o-mini",
             timeout_s=float_or(llm_raw, "timeout_s", 60.0),
             max_retries=int_or(llm_raw, "max_retries", 2),
+            budget_usd=opt_float(llm_raw, "budget_usd"),
+            prices=_prices(llm_raw.get("prices"), "llm.prices"),
         )
         janitor = _section(raw, "janitor")
         workers = int_or(raw, "workers", 0) or None

@@ -5,6 +5,11 @@
   exit CODE           exit with CODE
   hang                sleep forever
   prompt PATH         write the prompt it was given to PATH
+  say TEXT            print TEXT
+  usage IN OUT        report token usage (BERNSTEIN_USAGE line)
+  only MODEL VERB …   run VERB … only when the model is MODEL
+  unless MODEL VERB … run VERB … unless the model is MODEL
+{model} and {attempt} in arguments are replaced.
 
 It logs start/end lines (JSON) to $SPEC_AGENT_LOG and holds an exclusive flock on
 $SPEC_AGENT_LOCKS/<task>.lock while it runs; finding it held means two attempts of
@@ -44,9 +49,15 @@ print(f"spec agent: {task['id']} attempt {task['attempt']} on {task['model']}")
 assert os.environ.get("BERNSTEIN_TASK_ID") == task["id"]
 assert os.environ.get("BERNSTEIN_MODEL") == task["model"]
 for line in task["description"].splitlines():
-    words = line.split()
+    words = line.replace("{model}", task["model"]).replace(
+        "{attempt}", str(task["attempt"])).split()
     if not words:
         continue
+    if words[0] in ("only", "unless") and len(words) > 2:
+        matches = words[1] == task["model"]
+        if matches != (words[0] == "only"):
+            continue
+        words = words[2:]
     verb, args = words[0], words[1:]
     if verb == "write":
         path = args[0]
@@ -64,6 +75,11 @@ for line in task["description"].splitlines():
     elif verb == "hang":
         while True:
             time.sleep(1)
+    elif verb == "say":
+        print(" ".join(args))
+    elif verb == "usage":
+        print("BERNSTEIN_USAGE " + json.dumps({"input_tokens": int(args[0]),
+                                               "output_tokens": int(args[1])}))
     elif verb == "prompt":
         os.makedirs(os.path.dirname(args[0]) or ".", exist_ok=True)
         with open(args[0], "w") as handle:

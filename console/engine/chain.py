@@ -1,0 +1,195 @@
+"""A task's chain of attempts: where the next one runs, and what a finished one means.
+
+`plan` picks the model for the next attempt (the cascade's choice, or the one an
+escalation left on the task). `settle` records a finished attempt in the task's
+chain (visible while the chain runs), feeds the bandit and the reflection loop,
+and decides: done, the same model again, the next tier (back to open, with the
+reason), or give up at the top of the ladder (failed, with every attempt's
+reason). A finished chain becomes one line of metrics/cascade_chains.jsonl.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.engine.cascade import (
+    NOT_ESCALATED,
+    CascadeConfig,
+    CascadeRouter,
+    Step,
+    chain_record,
+    complexity_tier,
+    cost_usd,
+    new_chain_id,
+)
+from console.engine.errors import IllegalTransition
+from console.engine.events import EventLog
+from console.engine.reflection import Reflector
+from console.engine.roles import Role
+from console.engine.router import route
+from console.engine.store import TaskStore
+from console.model import Task, TaskState
+from console.sdd.fileio import append_jsonl
+from console.sdd.paths import Kind, SddPaths
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptEnd:
+    """What the runner learnt from one attempt."""
+
+    state: TaskState  # DONE, FAILED, OPEN (engine stopping) or CANCELLED
+    message: str
+    recorded: bool = False  # DONE already written with the merge
+    trigger: str | None = None  # the escalation trigger when it failed
+    gate: str = ""  # which check failed, for the reflection
+    digest: str = ""
+    files: tuple[str, ...] = ()
+    tokens: tuple[int, int] = (0, 0)
+    kind: str = "agent"
+    extra_attempts: tuple[dict[str, Any], ...] = field(default=())  # e.g. an autofix
+
+
+class ChainKeeper:
+    def __init__(self, paths: SddPaths, store: TaskStore, router: CascadeRouter | None,
+                 config: CascadeConfig, reflector: Reflector, events: EventLog) -> None:
+        self.paths = paths
+        self.store = store
+        self.router = router
+        self.config = config
+        self.reflector = reflector
+        self.events = events
+
+    def plan(self, task: Task, role: Role) -> Step:
+        planned = task.metadata.get("next_model")
+        if planned:
+            return Step(str(planned), str(task.metadata.get("next_effort") or "high"),
+                        str(task.metadata.get("next_reason") or "escalated"))
+        if self.router is None:  # cascade off: seed 001's deterministic router
+            chosen = route(task, role)
+            return Step(chosen.model, chosen.effort, chosen.reason)
+        return self.router.first(task)
+
+    def start_metadata(self, task: Task, step: Step, attempt: int) -> dict[str, Any]:
+        """What the task carries while this attempt runs (the chain so far + this one)."""
+        tier, why = complexity_tier(task, self.config)
+        chain = list(task.metadata.get("chain") or [])
+        chain_id = str(task.metadata.get("chain_id") or new_chain_id())
+        if not chain:
+            chain_id = new_chain_id()
+        chain.append({"task_id": task.id, "chain_id": chain_id, "model": step.model,
+                      "effort": step.effort, "attempt_number": attempt,
+                      "started_at": time.time(), "cost_usd": 0.0, "latency_s": 0.0,
+                      "tokens_used": 0, "success": None, "escalated": False,
+                      "escalation_reason": None, "route_reason": step.reason, "kind": "agent"})
+        return {"chain_id": chain_id, "chain": chain, "tier": tier, "tier_reason": why,
+                "last_model": step.model, "last_effort": step.effort,
+                "route_reason": step.reason}
+
+    def prompt_extra(self, task: Task) -> str:
+        previous = [a for a in (task.metadata.get("chain") or [])[:-1]]
+        section = self.reflector.prompt_section(task.id, previous)
+        review = task.metadata.get("review_feedback")
+        if review:
+            section += f"\n\n# Reviewers' feedback on the previous attempt\n{review}"
+        return section
+
+    def settle(self, task_id: str, end: AttemptEnd) -> None:
+        """Record the attempt and move the task on; the caller holds no lock."""
+        with self.store.lock:
+            task = self.store.get(task_id)
+            chain = [dict(a) for a in (task.metadata.get("chain") or [])]
+            if not chain:
+                return
+            current = chain[-1]
+            current.update(
+                latency_s=round(time.time() - float(current["started_at"]), 3),
+                tokens_used=end.tokens[0] + end.tokens[1], tokens_in=end.tokens[0],
+                tokens_out=end.tokens[1],
+                cost_usd=round(cost_usd(current["model"], *end.tokens, self.config), 6),
+                success=end.state is TaskState.DONE, files_changed=list(end.files),
+                digest=end.digest[:4000])
+            chain[-1:-1] = [dict(a, chain_id=current["chain_id"]) for a in end.extra_attempts]
+            if end.state in (TaskState.OPEN, TaskState.CANCELLED):
+                self._interrupted(task, chain, end)
+                return
+            if self.router is not None and end.trigger not in NOT_ESCALATED:
+                self.router.bandit.record(task.role, current["model"],
+                                          end.state is TaskState.DONE)
+            if end.state is TaskState.DONE:
+                self._done(task, chain, end)
+                return
+            self._failed(task, chain, current, end)
+
+    def _interrupted(self, task: Task, chain: list[dict[str, Any]], end: AttemptEnd) -> None:
+        chain[-1].update(success=False, escalation_reason="stopped before it finished")
+        if task.state is TaskState.CANCELLED or end.state is TaskState.CANCELLED:
+            if task.state is TaskState.CANCELLED:
+                self.store.update(task.id, metadata={"chain": chain})
+            return
+        try:
+            self.store.transition(task.id, TaskState.OPEN, assigned_agent=None,
+                                  result_summary="engine stopped; will run again",
+                                  metadata={"chain": chain})
+        except IllegalTransition as exc:
+            self.events.error(str(exc), task_id=task.id)
+
+    def _done(self, task: Task, chain: list[dict[str, Any]], end: AttemptEnd) -> None:
+        meta = {"chain": chain, "next_model": None, "next_effort": None, "next_reason": None,
+                "review_feedback": None}
+        if end.recorded:
+            self.store.update(task.id, metadata=meta)
+        else:
+            self.store.transition(task.id, TaskState.DONE, reason=end.message, metadata=meta)
+        self._write_chain(self.store.get(task.id), chain, True)
+        self.events.info(f"{task.id} done on {chain[-1]['model']}: {end.message}",
+                         task_id=task.id)
+
+    def _failed(self, task: Task, chain: list[dict[str, Any]], current: dict[str, Any],
+                end: AttemptEnd) -> None:
+        trigger = end.trigger or "failure"
+        if end.digest or end.gate:
+            self.reflector.reflect(task_id=task.id, iteration=int(current["attempt_number"]),
+                                   model=current["model"], gate=end.gate or trigger,
+                                   digest=end.digest or end.message,
+                                   files_changed=list(end.files))
+        tier = str(task.metadata.get("tier") or "simple")
+        on_model = sum(1 for a in chain if a["model"] == current["model"]
+                       and a.get("kind") == "agent")
+        step = None
+        if self.router is not None and trigger not in NOT_ESCALATED:
+            step = self.router.next(task, current["model"], trigger, tier, on_model)
+        current.update(escalated=step is not None and step.model != current["model"],
+                       escalation_reason=f"{trigger}: {end.message}"[:500])
+        if step is None:
+            reasons = "; ".join(f"#{a['attempt_number']} {a['model']}: "
+                                f"{a.get('escalation_reason') or 'failed'}" for a in chain
+                                if not a.get("success"))
+            why = "the top of the ladder was reached" if trigger not in NOT_ESCALATED else \
+                "no stronger model fixes this"
+            message = f"gave up after {len(chain)} attempt(s) ({why}): {reasons}"
+            if self.router is None or len(chain) == 1:
+                message = end.message
+            self.store.transition(task.id, TaskState.FAILED, reason=message[:2000],
+                                  metadata={"chain": chain, "next_model": None})
+            self._write_chain(self.store.get(task.id), chain, False)
+            self.events.warning(f"{task.id} failed: {end.message}", task_id=task.id)
+            return
+        review = end.digest if trigger == "review below threshold" else None
+        self.store.transition(
+            task.id, TaskState.OPEN, assigned_agent=None, retry_count=task.retry_count + 1,
+            result_summary=f"{trigger} on {current['model']}; next attempt on {step.model}",
+            metadata={"chain": chain, "next_model": step.model, "next_effort": step.effort,
+                      "next_reason": step.reason, "review_feedback": review})
+        verb = "escalating to" if step.model != current["model"] else "retrying on"
+        self.events.warning(f"{task.id} {trigger} on {current['model']}: {end.message[:200]}; "
+                            f"{verb} {step.model}", task_id=task.id)
+
+    def _write_chain(self, task: Task, chain: list[dict[str, Any]], succeeded: bool) -> None:
+        public = [{k: v for k, v in a.items() if k not in ("digest", "files_changed")}
+                  for a in chain]
+        append_jsonl(self.paths.of(Kind.CHAINS),
+                     [chain_record(task, public, succeeded, self.config, time.time())])
+        self.store.update(task.id, metadata={"chain": [], "chain_id": None,
+                                             "last_chain": public})
