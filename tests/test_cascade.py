@@ -213,3 +213,25 @@ def test_merge_drops_outliers_by_median() -> None:
     merged, scored = merge_scores(answers, dims)
     assert merged == {"correctness": 4.5}
     assert [s["dropped"] for s in scored] == [False, False, True]
+
+
+def test_simple_type_errors_go_to_the_cheapest_model_first(tmp_path: Path) -> None:
+    from console.engine.autofix import simple_type_errors
+
+    assert simple_type_errors("type_check", '2 unique error(s):\na.py:1: Name "x" is not '
+                                            'defined  [name-defined]\nb.py:2: Cannot find '
+                                            'implementation or library stub  [import]')
+    assert not simple_type_errors("type_check", "a.py:4: Incompatible return value type  "
+                                                "[return-value]")
+    assert not simple_type_errors("lint", "a.py:1: F401 `os` imported but unused")
+    config = "quality_gates:\n  lint: false\n  type_check: true\n  pii_scan: false\n" \
+             "  dlp_scan: false\n"
+    root = make_repo(tmp_path, config=config)
+    ticket(root, "typed", id="TYPED", title="Needs an import", scope="large", priority=1,
+           description="unless haiku write src/typed.py x: int = missing_name\n"
+                       "only haiku write src/typed.py x: int = 1")
+    run(root)
+    [chain] = records(root, "metrics/cascade_chains.jsonl")
+    assert [(a["model"], a["kind"], a["success"]) for a in chain["attempts"]] == [
+        ("sonnet", "agent", False), ("haiku", "autofix", True)]
+    assert "AutoFixer" in chain["attempts"][1]["route_reason"]

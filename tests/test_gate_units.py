@@ -110,3 +110,18 @@ def test_tests_are_scoped_to_what_changed(tmp_path: Path) -> None:
     assert select_tests(tmp_path, ["src/shop/price.py", "tests/test_other.py"]) == [
         "tests/test_other.py", "tests/test_price.py"]
     assert select_tests(tmp_path, ["README.md"]) == []
+
+
+def test_scoping_follows_conftest_transitive_and_deleted_imports(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "util.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "api.py").write_text("from pkg import util\n")
+    (tmp_path / "tests" / "unit" / "test_api.py").write_text("import pkg.api\n")
+    (tmp_path / "tests" / "unit" / "test_json.py").write_text("import json\n")
+    (tmp_path / "tests" / "test_old.py").write_text("from pkg.gone import thing\n")
+    assert select_tests(tmp_path, ["pkg/util.py"]) == ["tests/unit/test_api.py"]
+    assert select_tests(tmp_path, ["tests/unit/conftest.py"]) == [
+        "tests/unit/test_api.py", "tests/unit/test_json.py"]
+    assert select_tests(tmp_path, [], ["pkg/gone.py"]) == ["tests/test_old.py"]

@@ -338,3 +338,36 @@ def test_the_engine_merges_only_what_passes_its_gates(tmp_path: Path) -> None:
     assert {(x["task_id"], x["gate"], x["status"]) for x in lines} == {
         ("BAD", "lint", "fail"), ("BAD", "dlp_scan", "pass"),
         ("GOOD", "lint", "pass"), ("GOOD", "dlp_scan", "pass")}
+
+
+def test_review_findings_on_names_allowlists_encodings_and_plugins(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "quality_gates:\n  lint: true\n  pii_scan_paths: ['']\n"
+                                  "  auto_format: true\n")
+    (root / "src" / "réglages.py").write_text("import os\n")
+    (root / "src" / "keys.py").write_text('KEY = "AKIAIOSFODNN7REALKEYX"  # latest\n')
+    (root / "src" / "legacy.py").write_bytes('NAME = "caf\xe9"\nTOKEN = "AKIAIOSFODNN7LATIN1XX"\n'
+                                             .encode("latin-1"))
+    report = json.loads(gates(root, "--json").stdout)
+    results = by_name(report)
+    assert "src/réglages.py" in report["changed_files"]
+    assert "src/réglages.py:1: F401" in results["lint"]["digest"]
+    assert "src/keys.py:1: AWS Access Key" in results["dlp_scan"]["digest"]
+    assert "src/legacy.py:2: AWS Access Key" in results["dlp_scan"]["digest"]
+    again = by_name(json.loads(gates(root, "--json").stdout))
+    assert again["auto_format"]["cached"] is False and again["lint"]["cached"] is True
+
+    plugins = root / ".bernstein" / "gates"
+    plugins.mkdir(parents=True)
+    (plugins / "slow.py").write_text(
+        "import time\n\nclass Slow:\n    name = 'slow'\n    required = False\n"
+        "    condition = 'any_changed'\n    def run(self, *args):\n        time.sleep(30)\n")
+    (root / "bernstein.yaml").write_text("quality_gates:\n  lint: false\n  pii_scan: false\n"
+                                         "  dlp_scan: false\n  timeout_s: 1\n")
+    dropped_in = by_name(json.loads(gates(root, "--json").stdout))
+    assert dropped_in["slow"]["status"] == "timeout" and dropped_in["slow"]["required"] is False
+    (plugins / "slow.py").write_text("class Needy:\n    name = 'needy'\n"
+                                     "    def __init__(self, x):\n        pass\n"
+                                     "    def run(self, *args):\n        return {}\n")
+    broken = gates(root)
+    assert broken.returncode == 2 and "cannot be created without arguments" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1

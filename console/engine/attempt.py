@@ -223,8 +223,10 @@ class AttemptRunner:
                 return self._stopped(running)
             if isinstance(blocked, AttemptEnd):
                 return dataclasses.replace(blocked, tokens=tokens)
-            extra = blocked
-            files = self.repo.commit_all(worktree, f"auto_format ({task.id}, attempt {attempt})")
+            extra, reformatted = blocked
+            if reformatted:  # only what auto_format changed; stray tool output stays out
+                files = self.repo.commit_all(worktree,
+                                             f"auto_format ({task.id}, attempt {attempt})")
         reviewed = self._review(task, diff, model)
         if reviewed is not None:
             return dataclasses.replace(reviewed, files=files, tokens=tokens, extra_attempts=extra)
@@ -253,10 +255,10 @@ class AttemptRunner:
         return AttemptEnd(TaskState.DONE, message, recorded=True, files=files, tokens=tokens,
                           extra_attempts=extra)
 
-    def _gates(self, task: Task, worktree: Path, running: Running,
-               files: tuple[str, ...]) -> AttemptEnd | tuple[dict, ...]:
+    def _gates(self, task: Task, worktree: Path, running: Running, files: tuple[str, ...]
+               ) -> AttemptEnd | tuple[tuple[dict, ...], bool]:
         """Run the pipeline; an AttemptEnd when it blocks (after an AutoFixer try), else the
-        autofix attempts it took (possibly none)."""
+        autofix attempts it took and whether auto_format changed files."""
         assert self.gates is not None
         base_ref = self.gates.config.base_ref or self.repo.base
         try:
@@ -272,7 +274,7 @@ class AttemptRunner:
                 self.events.warning(f"{task.id}: required gate {result.name} did not run — "
                                     f"{result.details}", task_id=task.id)
         if not run.blocking:
-            return ()
+            return (), run.reformatted
         fixed = autofix.try_lint_fix(worktree, run.blocking, files)
         if fixed is not None:
             self.repo.commit_all(worktree, f"autofix: ruff --fix ({task.id})")
@@ -284,7 +286,7 @@ class AttemptRunner:
             if not again.blocking:
                 self.events.info(f"{task.id}: AutoFixer fixed {fixed['fixed']} lint "
                                  "error(s) with ruff --fix", task_id=task.id)
-                return (record,)
+                return (record,), again.reformatted
             run = again
             extra: tuple[dict, ...] = (record,)
         else:

@@ -46,10 +46,25 @@ def try_lint_fix(worktree: Path, blocking: Sequence[GateResult],
     except ToolMissing:
         return None
     started = time.monotonic()
-    fix = run_tool([*ruff, "check", "--fix", "--select", ",".join(codes), *python], worktree, 60)
-    run_tool([*ruff, "format", *python], worktree, 60)
+    fix = run_tool([*ruff, "check", "--fix", "--force-exclude", "--no-cache", "--select",
+                    ",".join(codes), *python], worktree, 60)
+    run_tool([*ruff, "format", "--force-exclude", "--no-cache", *python], worktree, 60)
     return {"model": "ruff --fix", "effort": "mechanical", "kind": "autofix",
             "attempt_number": 0, "started_at": time.time(), "cost_usd": 0.0,
             "latency_s": round(time.monotonic() - started, 3), "tokens_used": 0,
             "escalated": False, "escalation_reason": None, "fixed": len(codes),
             "codes": codes, "exit_code": fix.exit_code}
+
+
+#: mypy error kinds a cheap model fixes reliably (a missing import, a misspelt name)
+SIMPLE_TYPE_KINDS = frozenset({"name-defined", "import", "import-untyped", "import-not-found",
+                               "attr-defined"})
+_KIND = re.compile(r"\[([a-z-]+)\]\s*$")
+
+
+def simple_type_errors(gate: str, digest: str) -> bool:
+    """Every error of a failed type_check is of a simple kind: worth the cheapest model."""
+    if gate != "type_check":
+        return False
+    kinds = [m.group(1) for line in digest.splitlines() if (m := _KIND.search(line.strip()))]
+    return bool(kinds) and all(kind in SIMPLE_TYPE_KINDS for kind in kinds)

@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.engine.autofix import simple_type_errors
 from console.engine.cascade import (
+    GATES,
     NOT_ESCALATED,
     CascadeConfig,
     CascadeRouter,
@@ -82,7 +84,8 @@ class ChainKeeper:
                       "effort": step.effort, "attempt_number": attempt,
                       "started_at": time.time(), "cost_usd": 0.0, "latency_s": 0.0,
                       "tokens_used": 0, "success": None, "escalated": False,
-                      "escalation_reason": None, "route_reason": step.reason, "kind": "agent"})
+                      "escalation_reason": None, "route_reason": step.reason,
+                      "kind": str(task.metadata.get("next_kind") or "agent")})
         return {"chain_id": chain_id, "chain": chain, "tier": tier, "tier_reason": why,
                 "last_model": step.model, "last_effort": step.effort,
                 "route_reason": step.reason}
@@ -156,9 +159,17 @@ class ChainKeeper:
                                    files_changed=list(end.files))
         tier = str(task.metadata.get("tier") or "simple")
         on_model = sum(1 for a in chain if a["model"] == current["model"]
-                       and a.get("kind") == "agent")
+                       and a.get("kind") != "autofix")
         step = None
-        if self.router is not None and trigger not in NOT_ESCALATED:
+        autofixing = False
+        if (self.router is not None and trigger == GATES
+                and simple_type_errors(end.gate, end.digest)
+                and not any(a.get("kind") == "autofix" for a in chain)):
+            cheapest = self.config.ladder[0]
+            step = Step(cheapest, "low", f"AutoFixer: only simple type errors; the cheapest "
+                                         f"model ({cheapest}) fixes them first")
+            autofixing = True
+        elif self.router is not None and trigger not in NOT_ESCALATED:
             step = self.router.next(task, current["model"], trigger, tier, on_model)
         current.update(escalated=step is not None and step.model != current["model"],
                        escalation_reason=f"{trigger}: {end.message}"[:500])
@@ -181,7 +192,8 @@ class ChainKeeper:
             task.id, TaskState.OPEN, assigned_agent=None, retry_count=task.retry_count + 1,
             result_summary=f"{trigger} on {current['model']}; next attempt on {step.model}",
             metadata={"chain": chain, "next_model": step.model, "next_effort": step.effort,
-                      "next_reason": step.reason, "review_feedback": review})
+                      "next_reason": step.reason, "review_feedback": review,
+                      "next_kind": "autofix" if autofixing else "agent"})
         verb = "escalating to" if step.model != current["model"] else "retrying on"
         self.events.warning(f"{task.id} {trigger} on {current['model']}: {end.message[:200]}; "
                             f"{verb} {step.model}", task_id=task.id)

@@ -9,7 +9,6 @@ removed. `stop()` kills running agents and puts their tasks back to open.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import threading
 import time
@@ -89,7 +88,8 @@ class Engine:
             self.store.on_change(self._changed)
             self._ignore_worktrees()
             self._recover()
-            env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root)})
+            env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root),
+                                                   "PYTHONDONTWRITEBYTECODE": "1"})
             llm = LlmClient(self.config.llm, on_call=self._llm_call)
             janitor = Janitor(llm, test_timeout_s=self.config.test_timeout_s, env=env)
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
@@ -140,7 +140,9 @@ class Engine:
         if not setup.config.enabled or not setup.config.pipeline:
             return None
         caching = self.paths.sdd / "caching"
-        env = {**os.environ, PROJECT_MARKER: str(self.paths.root)}
+        # the tools run the agent's code (its tests): the same scrubbed environment as agents
+        env = scrubbed_env((*DEFAULT_ENV_ALLOW, *self.config.agents.env),
+                           {PROJECT_MARKER: str(self.paths.root)})
         return GatePipeline(setup, llm, cache=GateCache(caching / "gates",
                                                         setup.config.cache_max_entries),
                             state_dir=caching, env=env,

@@ -58,6 +58,13 @@ _ACCEPTED = {"comment_quality_check", "flaky_detection", "dead_code_check_lost_c
 _MAPS = {"benchmark", "intent_verification", "cross_model"}
 
 
+_MAP_KEYS = {
+    "benchmark": {"enabled", "command", "threshold"},
+    "intent_verification": {"enabled", "model", "provider", "block_on_no", "block_on_partial"},
+    "cross_model": {"enabled", "reviewer", "block_on_issues"},
+}
+
+
 class GateConfigError(ValueError):
     """quality_gates cannot be used; the message names the key."""
 
@@ -119,8 +126,16 @@ def _typed(key: str, value: Any) -> Any:
     return value
 
 
-def parse_quality_gates(raw: object, plugins: frozenset[str] = frozenset()) -> QualityGatesConfig:
-    """The `quality_gates:` value → config; GateConfigError names the offending key."""
+def parse_quality_gates(raw: object, plugins: frozenset[str] | Mapping[str, tuple[bool, str]]
+                        = frozenset()) -> QualityGatesConfig:
+    """The `quality_gates:` value → config; GateConfigError names the offending key.
+
+    `plugins` maps each discovered plugin to its own (required, condition): they join the
+    default pipeline, and fill in what a `pipeline:` entry naming them leaves out.
+    """
+    defaults = plugins if isinstance(plugins, Mapping) else {p: (True, "always")
+                                                             for p in plugins}
+    plugins = frozenset(defaults)
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -152,7 +167,8 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] = frozenset()) -> Q
             unknown = set(entry) - {"name", "required", "condition", "command_override"}
             if unknown:
                 raise GateConfigError(f"{where}: unknown key '{sorted(unknown)[0]}'")
-            required = entry.get("required", True)
+            own_required, own_condition = defaults.get(entry["name"], (True, "always"))
+            required = entry.get("required", own_required)
             if not isinstance(required, bool):
                 raise GateConfigError(f"{where}.required must be true or false")
             override = entry.get("command_override")
@@ -160,7 +176,8 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] = frozenset()) -> Q
                 raise GateConfigError(f"{where}.command_override must be a string")
             _check_name(entry["name"], where, plugins)
             specs.append(GateSpec(entry["name"], required,
-                                  _condition(entry.get("condition", "always"), where), override))
+                                  _condition(entry.get("condition", own_condition), where),
+                                  override))
         names = [s.name for s in specs]
         duplicate = next((n for n in names if names.count(n) > 1), None)
         if duplicate:
@@ -171,6 +188,17 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] = frozenset()) -> Q
             on = value.get("enabled", False) if isinstance(value, dict) else bool(value)
             if on:
                 specs.append(GateSpec(name, required, condition))
+        for name, (required, condition) in sorted(defaults.items()):  # dropped in: they run
+            specs.append(GateSpec(name, required, _condition(condition, f"gate plugin {name}")))
+    timeout = options.get("timeout_s", 120.0)
+    if timeout <= 0:
+        raise GateConfigError("quality_gates.timeout_s must be more than 0")
+    for section, keys in _MAP_KEYS.items():
+        value = options.get(section)
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - keys)
+            if unknown:
+                raise GateConfigError(f"quality_gates.{section}.{unknown[0]} is not a known key")
     base_ref = options.get("base_ref")
     return QualityGatesConfig(
         enabled=bool(options.get("enabled", True)),

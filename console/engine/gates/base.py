@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.metadata
 import importlib.util
 import os
 import shlex
@@ -61,17 +62,35 @@ def tool_argv(executable: str, module: str | None = None) -> tuple[str, ...]:
     raise ToolMissing(f"{executable} is not installed")
 
 
+@functools.cache
+def _version_output(argv: tuple[str, ...]) -> str:
+    try:
+        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (out.stdout or out.stderr).strip()[:200]
+
+
 def tool_fingerprint(argv: tuple[str, ...]) -> str:
-    """Identifies the installed tool without running it: its file's path, size and mtime
-    (for `python -m x`, the module's file), so an upgrade invalidates cached verdicts."""
-    target = argv[0]
+    """Identifies the installed tool so an upgrade invalidates cached verdicts: for
+    `python -m x` the distribution's version; a binary by its resolved file's size and
+    mtime; a small launcher script (a pyenv or asdf shim) by what `--version` prints."""
     if len(argv) >= 3 and argv[1] == "-m":
-        spec = importlib.util.find_spec(argv[2])
-        target = (spec.origin if spec and spec.origin else argv[2])
+        try:
+            return f"{argv[2]}=={importlib.metadata.version(argv[2])}"
+        except importlib.metadata.PackageNotFoundError:
+            spec = importlib.util.find_spec(argv[2])
+            target = spec.origin if spec and spec.origin else argv[2]
+    else:
+        target = os.path.realpath(argv[0])
     try:
         info = os.stat(target)
+        with open(target, "rb") as handle:
+            shim = info.st_size < 16384 and handle.read(2) == b"#!"
     except OSError:
         return f"{target}:unknown"
+    if shim:
+        return f"{target}:{_version_output(argv)}"
     return f"{target}:{info.st_size}:{info.st_mtime_ns}"
 
 
@@ -148,7 +167,10 @@ class GateContext:
         return shlex.split(text) if text else None
 
     def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolRun:
-        result = run_tool(argv, self.root, timeout_s or self.timeout_s, env=self.env,
+        # no __pycache__ left in the checkout (it would be committed, and change the diff)
+        env = {**(self.env if self.env is not None else os.environ),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        result = run_tool(argv, self.root, timeout_s or self.timeout_s, env=env,
                           cancel=self.cancel)
         self.outputs.append(f"$ {shlex.join(argv)}\n{result.output}"
                             f"[exit {result.exit_code}{', timed out' if result.timed_out else ''}"

@@ -13,12 +13,15 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from console import __version__
 from console.engine.gates import python_gates, repo_gates, scan_gates
@@ -31,6 +34,7 @@ from console.engine.gates.base import (
     tool_fingerprint,
 )
 from console.engine.gates.cache import GateCache, cache_key, describe
+from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
 from console.engine.llm import LlmClient
 from console.model import GateReport, GateResult
@@ -64,7 +68,8 @@ TOOLS = {"auto_format": ("ruff", "ruff"), "lint": ("ruff", "ruff"), "tests": ("p
          "complexity_check": ("radon", "radon"), "dead_code": ("vulture", "vulture"),
          "coverage_delta": ("coverage", "coverage"), "mutation_testing": ("mutmut", "mutmut")}
 LIBRARIES = {"dlp_scan": "detect-secrets", "pii_scan": "phonenumbers"}
-NEVER_CACHED = frozenset({"benchmark", "dep_audit"})
+NEVER_CACHED = frozenset({"benchmark", "dep_audit", "auto_format"})  # state or side effects
+UNCACHED_STATUSES = frozenset({"timeout", "skipped"})  # a tool or endpoint may come back
 BLOCKING = frozenset({"fail", "timeout"})
 MAX_LOG_CHARS = 1024 * 1024
 PY_SUFFIXES = (".py", ".pyi")
@@ -81,7 +86,7 @@ def condition_met(condition: str, changed: tuple[str, ...]) -> bool:
     if condition == "python_changed":
         return any(f.endswith(PY_SUFFIXES) for f in changed)
     if condition == "tests_changed":
-        return any(python_gates.is_test_file(f) for f in changed)
+        return any(is_test_file(f) for f in changed)
     if condition == "deps_changed":
         return any(Path(f).name.startswith(DEPENDENCY_FILES) for f in changed)
     return False
@@ -99,7 +104,8 @@ def load_gate_setup(project: Path, raw: object) -> GateSetup:
     Raises GateConfigError or PluginError with a message naming the problem.
     """
     plugins = discover(project)
-    return GateSetup(parse_quality_gates(raw, frozenset(plugins)), plugins)
+    own = {name: (p.required, p.condition) for name, p in plugins.items()}
+    return GateSetup(parse_quality_gates(raw, own), plugins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,27 +122,37 @@ def _git(root: Path, *args: str) -> str:
     return run.output
 
 
+def _stream_hash(root: Path, args: list[str], digest: Any) -> None:
+    """Feed a git command's whole output into the hash (no cap: every byte counts)."""
+    proc = subprocess.Popen(["git", *args], cwd=root, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
+        digest.update(chunk)
+    if proc.wait() != 0:
+        raise ToolMissing(f"git {args[0]} failed")
+
+
 def collect_changes(root: Path, base_ref: str) -> Changes:
     """The working tree against where it left base_ref (their merge base), untracked files
     included, .sdd/ excluded: what this change did, not what base did since."""
     _git(root, "rev-parse", "--verify", "--quiet", f"{base_ref}^{{commit}}")
+    tip = _git(root, "rev-parse", base_ref).strip()
     merge_base = run_tool(["git", "merge-base", base_ref, "HEAD"], root, 60)
-    base = (merge_base.output.strip() if merge_base.exit_code == 0
-            else _git(root, "rev-parse", base_ref).strip())
-    status = _git(root, "diff", "--name-status", "--no-renames", base)
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    base = merge_base.output.strip() if merge_base.exit_code == 0 else tip
+    fields = _git(root, "diff", "--name-status", "--no-renames", "-z", base).split("\0")
     changed, deleted = [], []
-    for line in status.splitlines():
-        kind, _, name = line.partition("\t")
-        if name.startswith(".sdd/"):
+    for kind, name in zip(fields[0::2], fields[1::2], strict=False):
+        if not name or name.startswith(".sdd/"):
             continue
         (deleted if kind.startswith("D") else changed).append(name)
-    extra = [n for n in untracked.splitlines() if n and not n.startswith(".sdd/")]
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
+    extra = [n for n in untracked if n and not n.startswith(".sdd/")]
     changed += extra
-    digest = hashlib.sha256(base.encode())
-    digest.update(_git(root, "diff", "--binary", base, "--", ".", ":!.sdd").encode())
+    digest = hashlib.sha256(f"{base} {tip}".encode())  # the tip: merge_conflict looks at it
+    _stream_hash(root, ["diff", "--binary", base, "--", ".", ":!.sdd"], digest)
     for name in sorted(extra):
-        digest.update(name.encode())
+        digest.update(name.encode("utf-8", "surrogateescape"))
         with contextlib.suppress(OSError):
             digest.update(hashlib.sha256((root / name).read_bytes()).digest())
     return Changes(tuple(sorted(set(changed))), tuple(sorted(deleted)), digest.hexdigest())
@@ -193,7 +209,7 @@ class GatePipeline:
         if spec.name in self.setup.plugins:
             plugin = self.setup.plugins[spec.name]
             source = plugin.origin.split(":", 1)[0]
-            try:
+            try:  # a file plugin by its content; an entry point by its distribution version
                 return hashlib.sha256(Path(source).read_bytes()).hexdigest()
             except OSError:
                 return plugin.origin
@@ -224,7 +240,7 @@ class GatePipeline:
             return result(Verdict("bypassed", f"bypassed: {reason or 'no reason given'}",
                                   metadata={"reason": reason or None,
                                             "actor": os.environ.get("USER")}))
-        if not condition_met(spec.condition, changes.changed):
+        if not condition_met(spec.condition, changes.changed + changes.deleted):
             return result(Verdict("skipped", f"condition {spec.condition} not met"))
         key = None
         if self.cache is not None and spec.name not in NEVER_CACHED:
@@ -233,22 +249,38 @@ class GatePipeline:
             hit = self.cache.get(key)
             if hit is not None:
                 return result(hit, cached=True)
+        crashed = False
         try:
             if spec.name in self.setup.plugins:
-                verdict = run_plugin(self.setup.plugins[spec.name], ctx)
+                verdict = self._plugin(spec.name, ctx)
             else:
                 verdict = BUILTIN[spec.name](ctx)
         except ToolMissing as exc:
             verdict = Verdict("skipped", f"skipped: {exc}")
         except Exception as exc:  # one broken gate must not take the pipeline down
+            crashed = True
             verdict = Verdict("fail", f"gate {spec.name} crashed: {type(exc).__name__}: {exc}")
         if names and spec.name in names and not self.config.allow_bypass:
             verdict = Verdict(verdict.status, verdict.details + " (bypass requested but "
                               "allow_bypass is false)", verdict.digest, verdict.metadata)
-        if key is not None and verdict.status not in ("timeout",) and self.cache is not None:
+        if key is not None and self.cache is not None and not crashed \
+                and verdict.status not in UNCACHED_STATUSES:
             self.cache.put(key, verdict)
         self._log(ctx, spec.name)
         return result(verdict)
+
+    def _plugin(self, name: str, ctx: GateContext) -> Verdict:
+        """A plugin runs in its own thread, bounded by timeout_s (a Python call cannot be
+        killed: a plugin that never returns is left behind, and the gate times out)."""
+        box: list[Verdict] = []
+        thread = threading.Thread(target=lambda: box.append(run_plugin(
+            self.setup.plugins[name], ctx)), name=f"gate-plugin-{name}", daemon=True)
+        thread.start()
+        thread.join(self.config.timeout_s)
+        if not box:
+            return Verdict("timeout", f"plugin {name} did not return within "
+                                      f"{self.config.timeout_s:.0f} s")
+        return box[0]
 
     def _log(self, ctx: GateContext, gate: str) -> None:
         if self.log_dir is None or not ctx.outputs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import inspect
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,11 +63,20 @@ def _is_plugin(obj: object) -> bool:
             and obj.__module__ != GatePlugin.__module__)
 
 
+def _instantiate(cls: Any, origin: str) -> Any:
+    try:
+        return cls()
+    except Exception as exc:
+        raise PluginError(f"gate plugin {origin} cannot be created without arguments: "
+                          f"{type(exc).__name__}: {exc}") from None
+
+
 def _instances(module: Any, origin: str) -> list[tuple[Any, str]]:
     found = []
     for _name, obj in inspect.getmembers(module, _is_plugin):
         if obj.__module__ == module.__name__:
-            found.append((obj(), f"{origin}:{obj.__name__}"))
+            where = f"{origin}:{obj.__name__}"
+            found.append((_instantiate(obj, where), where))
     return found
 
 
@@ -94,8 +104,10 @@ def discover(project: Path) -> dict[str, LoadedPlugin]:
         except Exception as exc:
             raise PluginError(f"gate plugin entry point '{entry.name}' failed to load: "
                               f"{type(exc).__name__}: {exc}") from None
-        origin = f"entry point {entry.name} ({entry.value})"
-        candidates.append((loaded() if inspect.isclass(loaded) else loaded, origin))
+        version = getattr(entry.dist, "version", None) if entry.dist else None
+        origin = f"entry point {entry.name} ({entry.value}{' ' + version if version else ''})"
+        candidates.append((_instantiate(loaded, origin) if inspect.isclass(loaded) else loaded,
+                           origin))
     directory = project / ".bernstein" / "gates"
     for path in sorted(directory.glob("*.py")) if directory.is_dir() else []:
         candidates += _load_file(path)
@@ -137,5 +149,10 @@ def run_plugin(plugin: LoadedPlugin, ctx: GateContext) -> Verdict:
                                    f"({status!r})", metadata={"plugin": plugin.origin})
     details = str(_field(result, "details", "") or _field(result, "detail", "") or "")
     metadata = _field(result, "metadata", {}) or {}
+    try:  # whatever the plugin put there must survive JSON (records, cache)
+        metadata = json.loads(json.dumps(metadata if isinstance(metadata, dict) else {},
+                                         default=str))
+    except (TypeError, ValueError):
+        metadata = {}
     return Verdict(status, details, str(_field(result, "digest", "") or ""),
-                   {"plugin": plugin.origin, **(metadata if isinstance(metadata, dict) else {})})
+                   {"plugin": plugin.origin, **metadata})

@@ -4,7 +4,6 @@ security_scan (bandit), complexity_check (radon), mutation_testing (mutmut)."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import tempfile
@@ -13,10 +12,9 @@ from pathlib import Path
 
 from console.engine.gates import digest as dg
 from console.engine.gates.base import GateContext, ToolMissing, ToolRun, Verdict, tool_argv
+from console.engine.gates.imports import select_tests
 
 _SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
-_EXCLUDED = {".git", ".venv", "venv", "node_modules", ".sdd", "__pycache__", ".tox", "build",
-             "dist", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
 
 def _timeout(ctx: GateContext, run: ToolRun, tool: str) -> Verdict | None:
@@ -30,7 +28,7 @@ def auto_format(ctx: GateContext) -> Verdict:
     files = ctx.python_files()
     if not files and override is None:
         return Verdict("skipped", "no Python files changed")
-    argv = override or [*tool_argv("ruff", "ruff"), "format"]
+    argv = override or [*tool_argv("ruff", "ruff"), "format", "--force-exclude", "--no-cache"]
     run = ctx.run([*argv, *files])
     if (late := _timeout(ctx, run, "formatter")) is not None:
         return late
@@ -47,8 +45,8 @@ def lint(ctx: GateContext) -> Verdict:
     files = ctx.python_files()
     if override is None and not files:
         return Verdict("pass", "no Python files changed", metadata={"scope": "changed"})
-    argv = override or [*tool_argv("ruff", "ruff"), "check", "--no-fix",
-                        "--output-format=concise", *files]
+    argv = override or [*tool_argv("ruff", "ruff"), "check", "--no-fix", "--force-exclude",
+                        "--no-cache", "--output-format=concise", *files]
     run = ctx.run(argv)
     if (late := _timeout(ctx, run, "ruff")) is not None:
         return late
@@ -77,7 +75,7 @@ def type_check(ctx: GateContext) -> Verdict:
     else:
         argv = [*tool_argv("mypy", "mypy"), "--no-error-summary", "--no-pretty",
                 "--show-column-numbers", "--follow-imports=silent", "--ignore-missing-imports",
-                "--no-incremental", *files]
+                "--no-incremental", "--cache-dir=/dev/null", *files]
     run = ctx.run(argv)
     if (late := _timeout(ctx, run, checker)) is not None:
         return late
@@ -94,76 +92,6 @@ def type_check(ctx: GateContext) -> Verdict:
 
 
 # -- tests ---------------------------------------------------------------------
-
-
-def is_test_file(path: str) -> bool:
-    name = Path(path).name
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")
-                                     or name == "conftest.py")
-
-
-def module_names(path: str) -> set[str]:
-    """The dotted names a file can be imported as (with and without a src/ prefix)."""
-    parts = list(Path(path).with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    names = {".".join(parts)} if parts else set()
-    if len(parts) > 1 and parts[0] in ("src", "lib"):
-        names.add(".".join(parts[1:]))
-    return {n for n in names if n}
-
-
-def project_files(root: Path, limit: int = 20000) -> list[Path]:
-    found: list[Path] = []
-    stack = [root]
-    while stack and len(found) < limit:
-        directory = stack.pop()
-        try:
-            entries = sorted(directory.iterdir())
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name in _EXCLUDED or entry.name.startswith("."):
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                stack.append(entry)
-            elif entry.suffix == ".py":
-                found.append(entry)
-    return found
-
-
-def imported_modules(path: Path) -> set[str]:
-    try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except (SyntaxError, ValueError, OSError):
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
-
-
-def select_tests(root: Path, changed: list[str]) -> list[str]:
-    """Changed test files, then tests that import a changed module (seed 002's scope)."""
-    selected = [f for f in changed if is_test_file(f) and Path(f).name != "conftest.py"]
-    targets: set[str] = set()
-    for f in changed:
-        if not is_test_file(f):
-            targets |= module_names(f)
-    if targets:
-        for path in project_files(root):
-            rel = str(path.relative_to(root))
-            if not is_test_file(rel) or rel in selected or path.name == "conftest.py":
-                continue
-            imports = imported_modules(path)
-            if any(i == t or i.startswith(t + ".") or t.startswith(i + ".")
-                   for i in imports for t in targets):
-                selected.append(rel)
-    return sorted(set(selected))
 
 
 def _junit(path: Path, root: Path) -> tuple[dict[str, int], list[dg.DigestEntry]]:
@@ -217,7 +145,8 @@ def tests(ctx: GateContext) -> Verdict:
         return Verdict(status, ", ".join(f"{v} {k}" for k, v in counts.items())
                        or f"exit {run.exit_code}", digest.render(),
                        {"scope": "command", "counts": counts})
-    targets = select_tests(ctx.root, list(ctx.python_files()))
+    targets = select_tests(ctx.root, list(ctx.python_files()),
+                           [f for f in ctx.deleted if f.endswith('.py')])
     full = bool(ctx.option("tests_full_suite", False))
     if not targets and not full:
         return Verdict("skipped", "no test file changed and no test imports a changed module "

@@ -151,12 +151,29 @@ def benchmark(ctx: GateContext) -> Verdict:
     return Verdict("pass", f"score {score:g} (best {best:g})", metadata=meta)
 
 
+def redact_secrets(text: str) -> str:
+    """Lines detect-secrets flags are replaced before anything leaves the machine."""
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings
+
+    out = []
+    with default_settings():
+        for line in text.splitlines():
+            flagged = [s for s in scan_line(line) if s.type not in ("Hex High Entropy String",
+                                                                    "Base64 High Entropy String")
+                       or len(str(s.secret_value or "")) >= 20]
+            out.append("[line redacted: possible secret]" if flagged else line)
+    return "\n".join(out)
+
+
 def intent_verification(ctx: GateContext) -> Verdict:
     settings = ctx.option("intent_verification", {})
     settings = settings if isinstance(settings, dict) else {}
     if not ctx.llm.configured:
         return Verdict("skipped", f"skipped: {ctx.llm.not_configured_reason()}")
-    diff = ctx.run(["git", "diff", ctx.base_ref], timeout_s=60).output[:12000]
+    # not through ctx.run: the diff must not land in the gate log, and secrets are redacted
+    raw = run_tool(["git", "diff", ctx.base_ref], ctx.root, 60, env=ctx.env).output[:12000]
+    diff = redact_secrets(raw)
     system = ("You check whether a code change does what its task asks. Answer YES, NO or "
               "PARTIAL on the first line, then one line why.")
     user = f"Task: {ctx.task_title}\n{ctx.task_description}\n\nDiff:\n{diff}"

@@ -4,13 +4,14 @@ validated by python-stdnum, e-mail addresses), large_file, import_cycle."""
 
 from __future__ import annotations
 
-import ast
 import re
+import tempfile
+import time
 from pathlib import Path
 
 from console.engine.gates import digest as dg
 from console.engine.gates.base import GateContext, Verdict
-from console.engine.gates.python_gates import module_names, project_files
+from console.engine.gates.imports import cycles, import_graph, module_names
 
 DEFAULT_ALLOWLIST = ("FAKE", "TEST", "EXAMPLE", "DUMMY", "PLACEHOLDER", "LOCALHOST")
 MAX_SCAN_BYTES = 2 * 1024 * 1024
@@ -29,12 +30,15 @@ def mask(value: str) -> str:
     return f"{value[:2]}{'*' * (len(value) - 4)}{value[-2:]}"
 
 
-def _allowlisted(text: str, allow: tuple[str, ...]) -> bool:
-    upper = text.upper()
+def _allowlisted(value: str, allow: tuple[str, ...]) -> bool:
+    """Bernstein's allowlist words, matched in the value found (not anywhere on its line:
+    'latest' in a comment must not hide a key)."""
+    upper = value.upper()
     return any(word.upper() in upper for word in allow)
 
 
-def _read(ctx: GateContext, rel: str) -> str | None:
+def _read(ctx: GateContext, rel: str) -> tuple[str, bool] | None:
+    """A changed file's text and whether it was valid UTF-8; None for binary or huge."""
     path = ctx.root / rel
     try:
         if path.stat().st_size > MAX_SCAN_BYTES:
@@ -44,7 +48,10 @@ def _read(ctx: GateContext, rel: str) -> str | None:
         return None
     if b"\0" in data[:8192]:
         return None  # binary
-    return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace"), False
 
 
 def _in_paths(rel: str, prefixes: list[str], ignored: list[str]) -> bool:
@@ -54,30 +61,48 @@ def _in_paths(rel: str, prefixes: list[str], ignored: list[str]) -> bool:
                                or p in ("", ".", "./") for p in prefixes)
 
 
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+        self.seconds = seconds
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.end
+
+
 def dlp_scan(ctx: GateContext) -> Verdict:
     from detect_secrets import SecretsCollection
     from detect_secrets.settings import default_settings
 
     allow = tuple(ctx.option("pii_allowlist_prefixes", DEFAULT_ALLOWLIST))
+    deadline = _Deadline(ctx.timeout_s)
     entries = []
     scanned = 0
-    with default_settings():
+    with default_settings(), tempfile.TemporaryDirectory(prefix="bt-dlp-") as tmp:
         for rel in ctx.changed:
-            text = _read(ctx, rel)
-            if text is None:
+            if deadline.passed():
+                return Verdict("timeout", f"secret scan stopped after {deadline.seconds:.0f} s "
+                                          f"({scanned} file(s) scanned)")
+            read = _read(ctx, rel)
+            if read is None:
                 continue
+            text, utf8 = read
             scanned += 1
+            target = ctx.root / rel
+            if not utf8:  # detect-secrets skips what it cannot decode: give it the text
+                target = Path(tmp) / f"{scanned}{Path(rel).suffix}"
+                target.write_text(text, encoding="utf-8")
             collection = SecretsCollection()
-            collection.scan_file(str(ctx.root / rel))
+            collection.scan_file(str(target))
             lines = text.splitlines()
             for secrets in collection.data.values():
                 for secret in secrets:
+                    value = str(secret.secret_value or "")
                     line = lines[secret.line_number - 1] if secret.line_number <= len(lines) else ""
-                    if _allowlisted(line, allow) or "pragma: allowlist secret" in line:
+                    if _allowlisted(value, allow) or "pragma: allowlist secret" in line:
                         continue
-                    entries.append(dg.DigestEntry(
-                        f"{secret.type}: {mask(str(secret.secret_value or ''))}", rel,
-                        secret.line_number))
+                    entries.append(dg.DigestEntry(f"{secret.type}: {mask(value)}", rel,
+                                                  secret.line_number))
     if entries:
         digest = dg.build(entries)
         return Verdict("fail", f"{len(entries)} possible secret(s) in changed files",
@@ -93,17 +118,21 @@ def pii_scan(ctx: GateContext) -> Verdict:
     allow = tuple(ctx.option("pii_allowlist_prefixes", DEFAULT_ALLOWLIST))
     prefixes = list(ctx.option("pii_scan_paths", ["src/"]))
     ignored = list(ctx.option("pii_ignore_paths", []))
+    deadline = _Deadline(ctx.timeout_s)
     entries = []
     scanned = 0
     for rel in ctx.changed:
         if not _in_paths(rel, prefixes, ignored):
             continue
-        text = _read(ctx, rel)
-        if text is None:
+        read = _read(ctx, rel)
+        if read is None:
             continue
         scanned += 1
-        for number, line in enumerate(text.splitlines(), 1):
-            if _allowlisted(line, allow) or "pragma: allowlist" in line:
+        for number, line in enumerate(read[0].splitlines(), 1):
+            if deadline.passed():
+                return Verdict("timeout", f"personal-data scan stopped after "
+                                          f"{deadline.seconds:.0f} s")
+            if "pragma: allowlist" in line or len(line) > 10_000:
                 continue
             found: list[tuple[str, str]] = []
             for match in _EMAIL.finditer(line):
@@ -120,7 +149,7 @@ def pii_scan(ctx: GateContext) -> Verdict:
                 if iban.is_valid(match.group()):
                     found.append(("IBAN", match.group()))
             entries += [dg.DigestEntry(f"{kind}: {mask(value)}", rel, number)
-                        for kind, value in found]
+                        for kind, value in found if not _allowlisted(value, allow)]
     meta = {"files_scanned": scanned, "paths": prefixes}
     if entries:
         return Verdict("fail", f"{len(entries)} possible personal data item(s)",
@@ -146,86 +175,6 @@ def large_file(ctx: GateContext) -> Verdict:
         return Verdict("fail", f"{len(entries)} changed file(s) over {limit} lines",
                        dg.build(entries).render())
     return Verdict("pass", f"every changed file is within {limit} lines")
-
-
-def _module_of(root: Path, path: Path) -> str | None:
-    names = module_names(str(path.relative_to(root)))
-    return min(names, key=len) if names else None
-
-
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """Project module → the project modules it imports at module level (relative ones too)."""
-    files = project_files(root)
-    modules = {m: p for p in files if (m := _module_of(root, p))}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for module, path in modules.items():
-        try:
-            tree = ast.parse(path.read_bytes(), str(path))
-        except (SyntaxError, ValueError, OSError):
-            continue
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in tree.body:  # module level only: imports inside functions break cycles
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".") if package else []
-                    parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                    base = ".".join([*parts, base] if base else parts)
-                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
-            for target in targets:
-                while target and target not in modules:
-                    target = target.rpartition(".")[0]
-                if target and target != module:
-                    graph[module].add(target)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
 
 
 def import_cycle(ctx: GateContext) -> Verdict:
