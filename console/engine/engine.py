@@ -35,6 +35,7 @@ from console.engine.lock import EngineLock
 from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
+from console.engine.sla import SlaMonitor, parse_sla
 from console.engine.store import TaskStore
 from console.model import EngineEvent, Task, TaskState
 from console.sdd.fileio import append_jsonl, atomic_write_text
@@ -96,6 +97,11 @@ class Engine:
                                         self.events, self.session, self._chains(llm),
                                         self._gate_pipeline(llm), self._review(llm))
             self.ingestor = Ingestor(self.store, self.paths, self.events)
+            try:
+                sla = parse_sla(self.config.raw.get("sla"))
+            except (ValueError, TypeError) as exc:
+                raise EngineError(f"bernstein.yaml: {exc}") from None
+            self.sla = SlaMonitor(self.paths, self.store, self.events, sla, self.stop_agent)
         except BaseException:
             self.lock.release()
             raise
@@ -233,6 +239,8 @@ class Engine:
             self._dirty = False
             reconcile_blocked(self.store)
         inbox.drain(self.paths, self.handle)
+        if self.sla.due():
+            self.sla.check()
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
 
