@@ -32,6 +32,7 @@ from console.engine.ingest import SATISFIED, Ingestor, close_ticket, reconcile_b
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
+from console.engine.missions import MissionKeeper, load_missions
 from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
@@ -96,12 +97,16 @@ class Engine:
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
                                         self.events, self.session, self._chains(llm),
                                         self._gate_pipeline(llm), self._review(llm))
-            self.ingestor = Ingestor(self.store, self.paths, self.events)
             try:
                 sla = parse_sla(self.config.raw.get("sla"))
             except (ValueError, TypeError) as exc:
                 raise EngineError(f"bernstein.yaml: {exc}") from None
             self.sla = SlaMonitor(self.paths, self.store, self.events, sla, self.stop_agent)
+            missions, problems = load_missions(self.paths, self.config.raw.get("missions"))
+            for problem in problems:
+                self.events.warning(f"mission not loaded: {problem}")
+            self.missions = MissionKeeper(self.paths, self.store, self.events, missions)
+            self.ingestor = Ingestor(self.store, self.paths, self.events, self.missions.holder)
         except BaseException:
             self.lock.release()
             raise
@@ -237,6 +242,7 @@ class Engine:
         self.ingestor.ingest()
         if self._dirty:
             self._dirty = False
+            self.missions.tick()  # holds first, so a held task is never reopened
             reconcile_blocked(self.store)
         inbox.drain(self.paths, self.handle)
         if self.sla.due():
@@ -245,7 +251,8 @@ class Engine:
             self._dispatch()
 
     def _claimable(self, task: Task) -> bool:
-        if task.state is not TaskState.OPEN or task.id in self.running:
+        if task.state is not TaskState.OPEN or task.id in self.running \
+                or task.metadata.get("held_by"):
             return False
         deps = self.store.tasks
         return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)

@@ -10,9 +10,11 @@ the task and moving the file never creates it twice.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -85,7 +87,9 @@ def _cycle(start: str, edges: dict[str, tuple[str, ...]]) -> list[str] | None:
 
 
 class Ingestor:
-    def __init__(self, store: TaskStore, paths: SddPaths, events: EventLog) -> None:
+    def __init__(self, store: TaskStore, paths: SddPaths, events: EventLog,
+                 holder: Callable[[str, str], str | None] | None = None) -> None:
+        self.holder = holder or (lambda task_id, title: None)  # phase gates (missions.py)
         self.store = store
         self.paths = paths
         self.events = events
@@ -215,12 +219,18 @@ class Ingestor:
             for index, c in enumerate(batch.values()):
                 waiting = [d for d in c.ticket.depends_on
                            if d in batch or existing[d].status not in SATISFIED]
-                status = TaskState.BLOCKED if waiting else TaskState.OPEN
+                gate = self.holder(c.task_id, c.ticket.title)
+                status = TaskState.BLOCKED if waiting or gate else TaskState.OPEN
                 reason = f"waiting for {', '.join(waiting)}" if waiting else None
+                if gate:
+                    reason = f"held by phase gate '{gate}'"
                 name = self._claimed_name(c.path)
                 try:  # file order breaks ties between tickets of one pass
-                    task = self.store.create(task_from_ticket(c, status, reason,
-                                                              now + index * 1e-6, name))
+                    task = task_from_ticket(c, status, reason, now + index * 1e-6, name)
+                    if gate:
+                        task = dataclasses.replace(task, metadata=MappingProxyType(
+                            {**task.metadata, "held_by": gate}))
+                    task = self.store.create(task)
                 except EngineError as exc:
                     self._refuse(c.path, str(exc))
                     continue
@@ -252,8 +262,8 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
     changed = []
     with store.lock:
         for task in store.in_state(TaskState.BLOCKED):
-            if not task.depends_on:
-                continue
+            if not task.depends_on or task.metadata.get("held_by"):
+                continue  # no dependencies, or held by a phase gate (missions.py)
             deps = [(d, store.tasks.get(d)) for d in task.depends_on]
             missing = [d for d, t in deps if t is None]
             dead = [why for d, _t in deps if (why := _dead_end(store, d, set())) is not None]

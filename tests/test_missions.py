@@ -1,0 +1,92 @@
+"""Missions and phase quality gates with a real engine and a local LLM endpoint for reviews."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from console.sdd.tail import JsonlTail
+from tests.engine_kit import make_repo, tasks, ticket
+from tests.llm_server import llm_server, system_of
+
+
+def _run(root: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                             "--until-idle", "--workers", "2"], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _judges(score: float):
+    def answer(body: dict, number: int) -> tuple[int, str]:
+        if "Score each dimension" not in system_of(body):
+            return 500, "unexpected"
+        return 200, json.dumps({"scores": [
+            {"dimension": d, "score": score, "reasoning": "ok"}
+            for d in ("correctness", "completeness", "code_quality", "edge_cases")]})
+    return answer
+
+
+MISSION = """
+missions:
+  - name: feature-x
+    qualityThreshold: {threshold}
+    tasks: [A, B, C]
+    qualityGates:
+      - name: code-review
+        afterTasks: [A, "Write the tests"]
+        blocksTasks: [C]
+        minScore: {min_score}
+        requireAllPassed: true
+        notifyChannels: [console]
+"""
+
+
+def _project(tmp_path: Path, url: str, min_score: float, threshold: float = 3.0) -> Path:
+    config = f"llm: {{base_url: '{url}', model: judge}}\n" + MISSION.format(
+        min_score=min_score, threshold=threshold)
+    root = make_repo(tmp_path, config=config)
+    for tid, title in (("A", "Implement core module"), ("B", "Write the tests")):
+        ticket(root, tid.lower(), id=tid, title=title, scope="small", complexity="low",
+               require_review=True, description=f"write out/{tid}.txt {tid}")
+    ticket(root, "c", id="C", title="Integration testing", scope="small", complexity="low",
+           description="write out/C.txt C")
+    return root
+
+
+def _phase(root: Path) -> list[dict]:
+    return [r for _, r in JsonlTail(root / ".sdd/metrics/phase_gates.jsonl").read().records]
+
+
+def test_a_phase_gate_holds_then_releases(tmp_path: Path) -> None:
+    with llm_server(_judges(4)) as (url, _seen):
+        root = _project(tmp_path, url, min_score=4.0)
+        _run(root)
+    state = tasks(root)
+    assert {tid: state[tid].status for tid in "ABC"} == {"A": "done", "B": "done", "C": "done"}
+    history = [(r["status"], r["metadata"].get("held_by")) for _, r in
+               JsonlTail(root / ".sdd/runtime/tasks.jsonl").read().records if r["id"] == "C"]
+    assert history[0] == ("blocked", "code-review")  # held from its creation
+    assert ("open", None) in history
+    assert state["C"].claimed_at > max(state["A"].completed_at, state["B"].completed_at)
+    [passed] = _phase(root)
+    assert (passed["event"], passed["gate_name"], passed["avg_score"]) == (
+        "quality:gate:passed", "code-review", 4.0)
+
+
+def test_a_failed_phase_gate_keeps_its_tasks_blocked_and_says_why(tmp_path: Path) -> None:
+    with llm_server(_judges(3)) as (url, _seen):
+        root = _project(tmp_path, url, min_score=4.0, threshold=3.5)
+        _run(root)
+    state = tasks(root)
+    assert state["C"].status == "blocked"
+    assert state["C"].result_summary == ("blocked: phase gate 'code-review' failed: average "
+                                         "review score 3.0 is below minScore 4.0")
+    [failed] = _phase(root)
+    assert failed["event"] == "quality:gate:failed" and failed["avg_score"] == 3.0
+    summary = json.loads(subprocess.run([sys.executable, "-m", "console", "-C", str(root),
+                                         "status", "--json"], capture_output=True,
+                                        text=True).stdout)
+    assert summary["problems"] == []
