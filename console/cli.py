@@ -58,6 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
             action.add_argument("--model", help="the model to use (default: the next tier)")
         if name == "cancel":
             action.add_argument("--reason", default="cancelled by the operator")
+    sub.add_parser("evolve", help="analyse .sdd/metrics and write evolution proposals "
+                                  "(L0/L1 with high confidence are applied; L2+ deferred)")
+    listing = sub.add_parser("proposals", help="evolution proposals, pending and decided")
+    listing.add_argument("--json", action="store_true")
+    for name, text in (("approve", "apply a pending proposal through the evolution gate and "
+                                   "merge it if its tests pass"),
+                       ("reject", "reject a pending proposal, with a reason")):
+        decision = sub.add_parser(name, help=text)
+        decision.add_argument("proposal_id", metavar="PROPOSAL_ID")
+        decision.add_argument("--reason", default="", required=name == "reject")
     return parser
 
 
@@ -168,6 +178,51 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     return EXIT_OK if run.report.overall_pass else EXIT_FAILED
 
 
+def cmd_proposals(root: Path, as_json: bool) -> int:
+    from console.sdd.source import LocalSource
+
+    source = LocalSource(root)
+    if not source.exists:
+        raise UsageError(f"{root}: no .sdd/ directory here")
+    source.load()
+    state = source.state
+    pending = set(state.pending_proposals())
+    rows = []
+    for pid in sorted(set(state.proposals) | set(state.decisions)):
+        proposal = state.proposals.get(pid)
+        last = state.decisions[pid][-1] if state.decisions.get(pid) else None
+        rows.append({
+            "proposal_id": pid, "pending": pid in pending,
+            "title": proposal.title if proposal else "",
+            "risk_level": (proposal.risk_level if proposal and proposal.risk_level
+                           else last.risk_level if last else None),
+            "confidence": proposal.confidence if proposal else (last.confidence if last else None),
+            "outcome": ("rejected" if last and last.reason.startswith("Rejected by")
+                        else last.outcome if last else None),
+            "reviewer": last.reviewer if last else None,
+            "reason": last.reason if last else (proposal.reason if proposal else ""),
+            "target_files": list(proposal.target_files) if proposal else [],
+            "has_diff": bool(proposal and proposal.diff),
+        })
+    if as_json:
+        json.dump(rows, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title_justify="left")
+    for column in ("id", "state", "risk", "conf.", "title", "last decision"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(Text(row["proposal_id"]), "⧗ pending" if row["pending"] else "✓ decided",
+                      Text(str(row["risk_level"] or "")), f"{row['confidence'] or 0:.2f}",
+                      Text(row["title"]), Text(f"{row['outcome']} {row['reviewer'] or ''}"))
+    Console().print(table)
+    return EXIT_OK
+
+
 def cmd_action(root: Path, args: argparse.Namespace) -> int:
     from console.engine.control import local_control
     from console.engine.errors import OwnedElsewhere
@@ -180,8 +235,14 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
         outcome = control.retry(args.task_id)
     elif args.command == "escalate":
         outcome = control.escalate(args.task_id, args.model)
-    else:
+    elif args.command == "cancel":
         outcome = control.cancel(args.task_id, args.reason)
+    elif args.command == "approve":
+        outcome = control.approve(args.proposal_id, args.reason)
+    elif args.command == "reject":
+        outcome = control.reject(args.proposal_id, args.reason)
+    else:
+        outcome = control.evolve()
     print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
 
@@ -206,7 +267,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_run(root, args.workers, args.until_idle)
     if args.command == "gates":
         return cmd_gates(root, args.json)
-    if args.command in ("retry", "escalate", "cancel"):
+    if args.command == "proposals":
+        return cmd_proposals(root, args.json)
+    if args.command in ("retry", "escalate", "cancel", "approve", "reject", "evolve"):
         if args.read_only:
             raise UsageError("--read-only refuses every operator action")
         return cmd_action(root, args)

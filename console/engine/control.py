@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from console.control import Control, Outcome
-from console.engine import inbox, operations
+from console.engine import evolution_apply, inbox, operations
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
+from console.engine.evolution_apply import parse_evolution
+from console.engine.gitops import GitRepo
 from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner
 from console.engine.store import TaskStore
 from console.sdd.paths import SddPaths
+from console.sdd.project_config import ConfigError, load_config
 
 
 class EngineControl:
@@ -30,6 +33,17 @@ class EngineControl:
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self.engine.handle({"action": "cancel", "task_id": task_id, "reason": reason})
 
+    def approve(self, proposal_id: str, reason: str = "") -> Outcome:
+        return self.engine.handle({"action": "approve", "proposal_id": proposal_id,
+                                   "reason": reason})
+
+    def reject(self, proposal_id: str, reason: str) -> Outcome:
+        return self.engine.handle({"action": "reject", "proposal_id": proposal_id,
+                                   "reason": reason})
+
+    def evolve(self) -> Outcome:
+        return self.engine.handle({"action": "evolve"})
+
 
 class InboxControl:
     """Actions on an engine of ours running in another process."""
@@ -38,8 +52,8 @@ class InboxControl:
         self.paths = paths
         self.owner = owner
 
-    def _send(self, request: dict[str, object]) -> Outcome:
-        return inbox.submit(self.paths, request, owner=self.owner)
+    def _send(self, request: dict[str, object], timeout: float = 10.0) -> Outcome:
+        return inbox.submit(self.paths, request, owner=self.owner, timeout=timeout)
 
     def retry(self, task_id: str) -> Outcome:
         return self._send({"action": "retry", "task_id": task_id})
@@ -49,6 +63,16 @@ class InboxControl:
 
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self._send({"action": "cancel", "task_id": task_id, "reason": reason})
+
+    def approve(self, proposal_id: str, reason: str = "") -> Outcome:
+        return self._send({"action": "approve", "proposal_id": proposal_id, "reason": reason},
+                          timeout=APPLY_TIMEOUT)
+
+    def reject(self, proposal_id: str, reason: str) -> Outcome:
+        return self._send({"action": "reject", "proposal_id": proposal_id, "reason": reason})
+
+    def evolve(self) -> Outcome:
+        return self._send({"action": "evolve"}, timeout=APPLY_TIMEOUT)
 
 
 class FileControl:
@@ -75,6 +99,44 @@ class FileControl:
 
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self._with_store(lambda store: operations.cancel(store, task_id, reason))
+
+    def _evolution(self, action) -> Outcome:  # type: ignore[no-untyped-def]
+        """Evolution work under the project lock, with the repository when there is one."""
+        try:
+            config = parse_evolution(load_config(self.paths.root).raw.get("evolution"))
+        except (ValueError, TypeError, ConfigError) as exc:
+            return Outcome.refused(f"bernstein.yaml: {exc}")
+        try:
+            with EngineLock(self.paths):
+                try:
+                    repo: GitRepo | None = GitRepo(self.paths.root)
+                except EngineError:
+                    repo = None
+                return action(repo, config)
+        except EngineError as exc:
+            return Outcome.refused(str(exc))
+
+    def approve(self, proposal_id: str, reason: str = "") -> Outcome:
+        return self._evolution(lambda repo, config: evolution_apply.approve(
+            self.paths, repo, proposal_id, reason, config))
+
+    def reject(self, proposal_id: str, reason: str) -> Outcome:
+        return self._evolution(lambda repo, config: evolution_apply.reject(
+            self.paths, proposal_id, reason))
+
+    def evolve(self) -> Outcome:
+        return self._evolution(lambda repo, config: summarise_evolve(
+            evolution_apply.evolve(self.paths, repo, config)))
+
+
+APPLY_TIMEOUT = 900.0  # an approval runs the tests in a sandbox
+
+
+def summarise_evolve(done: list[tuple[str, str, str]]) -> Outcome:
+    if not done:
+        return Outcome.done("no new proposals: the metrics show nothing worth changing")
+    return Outcome.done("\n".join(f"{pid}  {outcome:<24} {message}"
+                                   for pid, outcome, message in done))
 
 
 def local_control(root: Path) -> Control:

@@ -17,13 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from console.control import Outcome
-from console.engine import inbox, operations
+from console.engine import evolution_apply, inbox, operations
 from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
 from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
+from console.engine.evolution_apply import parse_evolution
 from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
@@ -321,6 +322,23 @@ class Engine:
         if running is not None:
             running.cancel.set()
 
+    def _evolution(self, action: str, request: dict[str, object]) -> Outcome:
+        try:
+            config = parse_evolution(self.config.raw.get("evolution"))
+        except (ValueError, TypeError) as exc:
+            return Outcome.refused(f"bernstein.yaml: {exc}")
+        proposal_id = str(request.get("proposal_id") or "")
+        reason = str(request.get("reason") or "")
+        reviewer = str(request.get("requested_by") or "") or None
+        if action == "approve":
+            return evolution_apply.approve(self.paths, self.repo, proposal_id, reason, config,
+                                           reviewer)
+        if action == "reject":
+            return evolution_apply.reject(self.paths, proposal_id, reason, reviewer)
+        from console.engine.control import summarise_evolve
+
+        return summarise_evolve(evolution_apply.evolve(self.paths, self.repo, config))
+
     def handle(self, request: dict[str, object]) -> Outcome:
         """One operator action, from the console, the CLI or the control inbox."""
         action = str(request.get("action"))
@@ -333,6 +351,8 @@ class Engine:
         elif action == "cancel":
             reason = str(request.get("reason") or "cancelled by the operator")
             outcome = operations.cancel(self.store, task_id, reason, self.stop_agent)
+        elif action in ("approve", "reject", "evolve"):
+            outcome = self._evolution(action, request)
         elif action == "pause":
             self.paused = True
             outcome = Outcome.done("engine paused: running attempts finish, no new ones start")
