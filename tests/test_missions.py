@@ -21,6 +21,8 @@ def _run(root: Path) -> None:
 
 def _judges(score: float):
     def answer(body: dict, number: int) -> tuple[int, str]:
+        if "messages" not in body:  # the gate's webhook
+            return 200, "received"
         if "Score each dimension" not in system_of(body):
             return 500, "unexpected"
         return 200, json.dumps({"scores": [
@@ -40,13 +42,13 @@ missions:
         blocksTasks: [C]
         minScore: {min_score}
         requireAllPassed: true
-        notifyChannels: [console]
+        notifyChannels: [console, "{hook}"]
 """
 
 
 def _project(tmp_path: Path, url: str, min_score: float, threshold: float = 3.0) -> Path:
     config = f"llm: {{base_url: '{url}', model: judge}}\n" + MISSION.format(
-        min_score=min_score, threshold=threshold)
+        min_score=min_score, threshold=threshold, hook=url.replace("/v1", "/hook"))
     root = make_repo(tmp_path, config=config)
     for tid, title in (("A", "Implement core module"), ("B", "Write the tests")):
         ticket(root, tid.lower(), id=tid, title=title, scope="small", complexity="low",
@@ -61,9 +63,14 @@ def _phase(root: Path) -> list[dict]:
 
 
 def test_a_phase_gate_holds_then_releases(tmp_path: Path) -> None:
-    with llm_server(_judges(4)) as (url, _seen):
+    with llm_server(_judges(4)) as (url, seen):
         root = _project(tmp_path, url, min_score=4.0)
         _run(root)
+    hooks = [body for body in seen if body.get("event")]
+    assert [(h["event"], h["gate_name"]) for h in hooks] == [("quality:gate:passed",
+                                                              "code-review")]
+    events = (root / ".sdd/runtime/engine_events.jsonl").read_text()
+    assert "webhook" not in events  # delivered, no failure logged
     state = tasks(root)
     assert {tid: state[tid].status for tid in "ABC"} == {"A": "done", "B": "done", "C": "done"}
     history = [(r["status"], r["metadata"].get("held_by")) for _, r in

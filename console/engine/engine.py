@@ -33,7 +33,7 @@ from console.engine.ingest import SATISFIED, Ingestor, close_ticket, reconcile_b
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
-from console.engine.missions import MissionKeeper, load_missions
+from console.engine.missions import MissionKeeper, load_missions, mission_deadlines
 from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
@@ -248,6 +248,7 @@ class Engine:
         inbox.drain(self.paths, self.handle)
         if self.sla.due():
             self.sla.check()
+            self.sla.check_missions(mission_deadlines(self.missions))
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
 

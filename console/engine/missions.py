@@ -13,7 +13,6 @@ quality:threshold:failed. Events go to metrics/phase_gates.jsonl; channels:
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -263,8 +262,7 @@ class MissionKeeper:
     def _notify(self, channels: tuple[str, ...], record: dict[str, Any]) -> None:
         for channel in channels:
             if channel.startswith(("http://", "https://")):
-                threading.Thread(target=self._deliver, args=(channel, record),
-                                 daemon=True).start()
+                self._deliver(channel, record)  # a short timeout bounds it
             elif channel != "console":  # console: the engine notice above already went out
                 self.events.warning(f"notify channel '{channel}' is not console or a URL")
 
@@ -276,6 +274,22 @@ class MissionKeeper:
 
 
 def _webhook(url: str, record: dict[str, Any]) -> None:
-    response = httpx.post(url, json=record, timeout=10.0)
+    response = httpx.post(url, json=record, timeout=5.0)
     response.raise_for_status()
 
+
+
+def mission_deadlines(keeper: MissionKeeper) -> list[tuple[str, float, float, bool, float | None]]:
+    """(mission id, deadline, started, finished, finished_at) for missions with a deadline."""
+    out = []
+    for mission in keeper.missions:
+        if mission.deadline is None:
+            continue
+        tasks = [t for ref in mission.tasks if (t := keeper._resolve(ref)) is not None]
+        if not tasks:
+            continue
+        started = min((t.created_at or mission.deadline) for t in tasks)
+        finished = all(t.status in ENDED for t in tasks)
+        finished_at = max((t.completed_at or 0.0) for t in tasks) if finished else None
+        out.append((mission.id, mission.deadline, started, finished, finished_at))
+    return out

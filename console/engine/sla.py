@@ -74,10 +74,37 @@ class SlaMonitor:
         return self.clock() - self._last >= self.config.check_interval
 
     def _emit(self, event: str, task: Task, **payload: float | None) -> None:
-        self._said.add((task.id, event))
-        record = {"timestamp": self.clock(), "event": event, "entity_id": task.id,
-                  "entity_type": "task", "deadline": task.deadline, **payload}
+        self._record(event, task.id, "task", task.deadline, payload)
+
+    def _record(self, event: str, entity: str, kind: str, deadline: float | None,
+                payload: dict[str, float | None]) -> None:
+        self._said.add((entity, event))
+        record = {"timestamp": self.clock(), "event": event, "entity_id": entity,
+                  "entity_type": kind, "deadline": deadline, **payload}
         append_jsonl(self.paths.of(Kind.SLA_EVENTS), [record])
+
+    def check_missions(self, missions: list[tuple[str, float, float, bool, float | None]]
+                       ) -> None:
+        """Missions with deadlines: the same three events, entity_type mission."""
+        now = self.clock()
+        for mission_id, deadline, started, finished, finished_at in missions:
+            span = max(deadline - started, 1e-6)
+            said = lambda e, m=mission_id: (m, e) in self._said  # noqa: E731
+            if finished:
+                if finished_at is not None and finished_at <= deadline and not said("sla:met") \
+                        and not said("sla:violated"):
+                    self._record("sla:met", mission_id, "mission", deadline,
+                                 {"margin_ms": round((deadline - finished_at) * 1000)})
+                continue
+            if now > deadline and not said("sla:violated"):
+                self._record("sla:violated", mission_id, "mission", deadline,
+                             {"overdue_ms": round((now - deadline) * 1000)})
+                self.events.error(f"mission {mission_id}: SLA violated")
+            elif (now - started) / span >= self.config.warning_threshold \
+                    and not said("sla:warning") and now <= deadline:
+                self._record("sla:warning", mission_id, "mission", deadline,
+                             {"remaining": round(deadline - now, 3),
+                              "percent_used": round((now - started) / span, 4)})
 
     def check(self) -> None:
         """One pass over every task with a deadline."""
