@@ -1,7 +1,9 @@
-"""Pure data: the task state machine and every record type the console shows.
+"""Pure data: the task state machine, tasks, tickets and problems.
 
 No I/O and no parsing here: `console.sdd` owns the on-disk formats and turns
-lines into these types; the engine and the UI only ever see these types.
+lines into these types; the engine and the UI only ever see these types. The
+metrics and evolution record types live in `console.records` and are re-exported
+here, so `from console.model import GateResult` keeps working.
 """
 
 from __future__ import annotations
@@ -211,221 +213,29 @@ class Ticket:
     form: str = "yaml"  # yaml | front-matter | markdown
 
 
-@dataclass(frozen=True, slots=True)
-class GateLine:
-    """One line of metrics/quality_gates.jsonl."""
+from console.records import (  # noqa: E402 - re-exported: one import for every record type
+    HUMAN_OUTCOMES,
+    Attempt,
+    Chain,
+    Decision,
+    EngineEvent,
+    Experiment,
+    GateLine,
+    GateReport,
+    GateResult,
+    JudgeScore,
+    PhaseGateEvent,
+    Proposal,
+    Reflection,
+    Review,
+    SlaEvent,
+    TaskMetric,
+)
 
-    task_id: str
-    gate: str
-    status: str  # pass | fail | warn | timeout | skipped | bypassed
-    result: str  # pass | blocked | flagged
-    timestamp: float | None
-    duration_ms: int
-    cached: bool
-    required: bool
-
-
-@dataclass(frozen=True, slots=True)
-class GateResult:
-    name: str
-    status: str
-    required: bool
-    blocked: bool
-    cached: bool
-    duration_ms: int
-    details: str
-    digest: str = ""
-    metadata: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-
-
-@dataclass(frozen=True, slots=True)
-class GateReport:
-    """runtime/gates/<task_id>.json."""
-
-    task_id: str
-    overall_pass: bool
-    total_duration_ms: int
-    results: tuple[GateResult, ...]
-    changed_files: tuple[str, ...] = ()
-    cache_hits: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    model: str
-    attempt_number: int
-    success: bool
-    effort: str | None = None
-    started_at: float | None = None
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    tokens_used: int = 0
-    escalated: bool = False
-    escalation_reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Chain:
-    """One line of metrics/cascade_chains.jsonl."""
-
-    chain_id: str
-    task_id: str
-    role: str
-    attempts: tuple[Attempt, ...]
-    final_model: str | None
-    succeeded: bool
-    total_cost_usd: float = 0.0
-    first_attempt_cost_usd: float = 0.0
-    escalation_overhead_usd: float = 0.0
-    saved_vs_direct_opus_usd: float = 0.0
-    timestamp: float | None = None
-
-    @property
-    def escalated(self) -> bool:
-        return any(a.escalated for a in self.attempts) or len(self.attempts) > 1
-
-
-@dataclass(frozen=True, slots=True)
-class TaskMetric:
-    """One line of metrics/tasks.jsonl (Bernstein's evolution collector)."""
-
-    task_id: str
-    role: str
-    model: str
-    duration_seconds: float
-    cost_usd: float
-    janitor_passed: bool | None
-    timestamp: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Reflection:
-    """One line of metrics/reflections.jsonl: a diagnosis of one failed iteration."""
-
-    task_id: str
-    iteration: int
-    gate: str
-    error_pattern: str
-    what_failed: str
-    why: str
-    try_next: str
-    focus: str
-    source: str  # llm | rules
-    model: str | None = None
-    digest: str = ""
-    files_changed: tuple[str, ...] = ()
-    reused: bool = False
-    timestamp: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeScore:
-    judge: str
-    dimension: str
-    score: float
-    reasoning: str = ""
-    dropped: bool = False  # an outlier more than 1.5 from the median
-
-
-@dataclass(frozen=True, slots=True)
-class Review:
-    """One line of metrics/reviews.jsonl: a multi-judge review of one task."""
-
-    task_id: str
-    scores: tuple[JudgeScore, ...]
-    merged: MappingProxyType[str, float]
-    global_score: float | None
-    threshold: float
-    passed: bool
-    timestamp: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SlaEvent:
-    """One line of metrics/sla_events.jsonl."""
-
-    event: str  # sla:warning | sla:violated | sla:met
-    entity_id: str
-    entity_type: str
-    deadline: float | None
-    timestamp: float | None = None
-    elapsed: float | None = None
-    remaining: float | None = None
-    percent_used: float | None = None
-    overdue_ms: float | None = None
-    margin_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PhaseGateEvent:
-    """One line of metrics/phase_gates.jsonl."""
-
-    event: str  # quality:gate:passed | quality:gate:failed | quality:threshold:failed
-    mission_id: str
-    gate_name: str | None = None
-    reason: str | None = None
-    avg_score: float | None = None
-    threshold: float | None = None
-    timestamp: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """One line of evolution/deferred.jsonl: a proposal routed to a human."""
-
-    proposal_id: str
-    title: str
-    category: str
-    description: str
-    confidence: float
-    reason: str
-    deferred_at: float | None
-    target_files: tuple[str, ...] = ()
-    risk_level: str | None = None
-    diff: str = ""
-
-
-HUMAN_OUTCOMES = frozenset({"human_review_4h", "human_review_immediate", "blocked"})
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """One line of evolution/decisions.jsonl."""
-
-    proposal_id: str
-    outcome: str
-    requires_human: bool
-    risk_level: str
-    confidence: float
-    reason: str
-    decided_at: float | None
-    reviewer: str | None = None
-
-    @property
-    def awaits_human(self) -> bool:
-        """Bernstein's get_pending_decisions rule for the latest decision."""
-        return self.requires_human and self.outcome in HUMAN_OUTCOMES
-
-
-@dataclass(frozen=True, slots=True)
-class Experiment:
-    """One line of evolution/experiments.jsonl."""
-
-    proposal_id: str
-    title: str
-    risk_level: str
-    accepted: bool
-    reason: str
-    delta: float | None = None
-    timestamp: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EngineEvent:
-    """One line of runtime/engine_events.jsonl: what the engine wants an operator to know."""
-
-    level: str  # info | warning | error
-    message: str
-    timestamp: float | None = None
-    task_id: str | None = None
-    file: str | None = None
+__all__ = [
+    "HUMAN_OUTCOMES", "STATE_GLYPHS", "TERMINAL_STATES", "TRANSITIONS", "UNKNOWN_STATE_GLYPH",
+    "ArchiveRecord", "Attempt", "Chain", "CompletionSignal", "Decision", "EngineEvent",
+    "Experiment", "GateLine", "GateReport", "GateResult", "JudgeScore", "PhaseGateEvent",
+    "Problem", "Proposal", "Reflection", "Review", "SlaEvent", "Task", "TaskMetric",
+    "TaskState", "Ticket", "can_transition", "state_label",
+]
