@@ -24,6 +24,17 @@ async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
         await pilot.pause(0.02)
 
 
+def plain(widget) -> str:
+    """What a Static shows, as plain text (its content may be any Rich renderable)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(widget.content)
+    return console.export_text()
+
+
 def cell(table: TaskTable, row: str, column: str) -> str:
     return str(table.get_cell(row, column))
 
@@ -143,3 +154,55 @@ async def test_a_second_console_only_watches_and_says_who_owns_it(tmp_path: Path
             await wait_for(pilot, lambda: "watching only" in str(status.render()))
             assert f"pid {os.getpid()}" in str(status.render())
             assert app.engine is None
+
+
+async def test_detail_tabs_and_actions_from_the_keyboard(project: Path) -> None:
+    from textual.widgets import Static
+
+    from console.tui.screens.confirm import ConfirmScreen
+
+    sdd = project / ".sdd"
+    append(sdd / "runtime" / "tasks.jsonl", task_record("f1", "failed", title="Broke"),
+           task_record("o1", "open", title="Waiting"))
+    append(sdd / "metrics" / "reflections.jsonl", {
+        "task_id": "f1", "iteration": 1, "model": "haiku", "gate": "lint",
+        "error_pattern": "a.py:1 F401", "source": "rules", "reused": False,
+        "diagnosis": {"what_failed": "lint", "why": "unused import", "try_next": "remove it",
+                      "focus": "a.py:1"}, "files_changed": ["a.py"]})
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: set(table.task_ids) == {"f1", "o1"})
+        table.move_cursor(row=table.get_row_index("f1"))
+        await wait_for(pilot, lambda: app.selected == "f1")
+        await wait_for(pilot, lambda: "unused import" in plain(
+            app.query_one("#detail-reflections", Static)))
+        await pilot.press("r")
+        await wait_for(pilot, lambda: cell(table, "f1", "state") == "○ open")
+        table.move_cursor(row=table.get_row_index("o1"))
+        await wait_for(pilot, lambda: app.selected == "o1")
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert cell(table, "o1", "state") == "○ open"  # said no: nothing happened
+        await pilot.press("x")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: cell(table, "o1", "state") == "⊘ cancelled")
+        await pilot.press("r")  # a cancelled task cannot be retried: the reason is shown
+        await wait_for(pilot, lambda: any("terminal" in str(n.message)
+                                          for n in app._notifications))
+
+
+async def test_read_only_refuses_every_action(project: Path) -> None:
+    append(project / ".sdd" / "runtime" / "tasks.jsonl", task_record("f1", "failed"))
+    app = ConsoleApp(project, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.task_ids == ["f1"])
+        await pilot.press("r")
+        await wait_for(pilot, lambda: any("read-only" in str(n.message)
+                                          for n in app._notifications))
+        await pilot.pause(0.3)
+        assert cell(table, "f1", "state") == "✗ failed"

@@ -185,7 +185,7 @@ class ChainKeeper:
             self.store.transition(task.id, TaskState.FAILED, reason=message[:2000],
                                   metadata={"chain": chain, "next_model": None})
             self._write_chain(self.store.get(task.id), chain, False)
-            self.events.warning(f"{task.id} failed: {end.message}", task_id=task.id)
+            self.events.error(f"{task.id} failed: {end.message}", task_id=task.id)
             return
         review = end.digest if trigger == "review below threshold" else None
         self.store.transition(

@@ -1,0 +1,134 @@
+"""What the detail tabs show for one task, as Rich renderables built from the State.
+
+Pure functions of the data (no I/O, no widgets), so they are tested directly and
+the widget only decides when to call them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from console.model import GateReport, GateResult, Reflection, Review, Task
+from console.sdd.state import State
+
+GATE_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
+               "bypassed": "↷"}
+
+
+def _empty(text: str) -> Text:
+    return Text(text, style="italic")
+
+
+def gates_view(state: State, task_id: str) -> RenderableType:
+    report: GateReport | None = state.gate_reports.get(task_id)
+    results: list[GateResult] = list(report.results) if report else []
+    if not results:
+        latest = state.gate_latest.get(task_id, {})
+        if not latest:
+            return _empty("No gate has run for this task yet.")
+        table = Table(box=None, expand=True)
+        for column in ("gate", "status", "required", "cached", "ms"):
+            table.add_column(column)
+        for line in latest.values():
+            table.add_row(Text(line.gate), Text(f"{GATE_GLYPHS.get(line.status, '?')} "
+                                                f"{line.status}"),
+                          "yes" if line.required else "no", "yes" if line.cached else "",
+                          str(line.duration_ms))
+        return table
+    table = Table(box=None, expand=True)
+    for column in ("gate", "status", "required", "cached", "ms", "details"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        mark = " BLOCKS" if r.blocked else ""
+        table.add_row(Text(r.name), Text(f"{GATE_GLYPHS.get(r.status, '?')} {r.status}{mark}"),
+                      "yes" if r.required else "no", "yes" if r.cached else "",
+                      str(r.duration_ms), Text(r.details))
+    parts: list[RenderableType] = [table]
+    verdict = "no required gate blocks" if report and report.overall_pass else "BLOCKED"
+    parts.append(Text(f"{verdict} · {len(report.changed_files) if report else 0} changed file(s)"
+                      f" · {report.cache_hits if report else 0} cached", style="bold"))
+    for r in results:
+        if r.digest:
+            parts.append(Text(f"\n── {r.name} digest", style="bold"))
+            parts.append(Text(r.digest))
+    return Group(*parts)
+
+
+def _attempt_rows(attempts: list[dict[str, Any]]) -> Table:
+    table = Table(box=None, expand=True)
+    for column in ("#", "model", "effort", "kind", "result", "cost $", "s", "tokens", "why"):
+        table.add_column(column, overflow="fold")
+    for a in attempts:
+        success = a.get("success")
+        result = "▶ running" if success is None else "✓ passed" if success else "✗ failed"
+        if a.get("escalated"):
+            result += " ↑"
+        table.add_row(str(a.get("attempt_number", "")), Text(str(a.get("model", ""))),
+                      Text(str(a.get("effort") or "")), Text(str(a.get("kind") or "agent")),
+                      Text(result), f"{float(a.get('cost_usd') or 0):.4f}",
+                      f"{float(a.get('latency_s') or 0):.1f}", str(a.get("tokens_used") or 0),
+                      Text(str(a.get("escalation_reason") or a.get("route_reason") or "")))
+    return table
+
+
+def chain_view(state: State, task: Task) -> RenderableType:
+    running = list(task.metadata.get("chain") or [])
+    finished = [c for c in state.chains.values() if c.task_id == task.id]
+    parts: list[RenderableType] = []
+    tier = task.metadata.get("tier")
+    if tier:
+        parts.append(Text(f"complexity tier: {tier} ({task.metadata.get('tier_reason', '')})"))
+    if running:
+        parts.append(Text("Current chain (live)", style="bold"))
+        parts.append(_attempt_rows(running))
+    for chain in sorted(finished, key=lambda c: c.timestamp or 0):
+        outcome = "succeeded" if chain.succeeded else "gave up"
+        parts.append(Text(f"\nChain {chain.chain_id}: {outcome} on {chain.final_model} · "
+                          f"${chain.total_cost_usd:.4f} total · escalation overhead "
+                          f"${chain.escalation_overhead_usd:.4f} · saved vs direct top tier "
+                          f"${chain.saved_vs_direct_opus_usd:.4f}", style="bold"))
+        parts.append(_attempt_rows([{
+            "attempt_number": a.attempt_number, "model": a.model, "effort": a.effort,
+            "success": a.success, "escalated": a.escalated, "cost_usd": a.cost_usd,
+            "latency_s": a.latency_s, "tokens_used": a.tokens_used,
+            "escalation_reason": a.escalation_reason} for a in chain.attempts]))
+    return Group(*parts) if parts else _empty("No attempt has run for this task yet.")
+
+
+def reflections_view(items: list[Reflection]) -> RenderableType:
+    if not items:
+        return _empty("No reflections: no iteration of this task has failed.")
+    parts: list[RenderableType] = []
+    for r in sorted(items, key=lambda x: (x.iteration, x.timestamp or 0)):
+        marks = [r.source]
+        if r.reused:
+            marks.append("reused")
+        parts.append(Text(f"Iteration {r.iteration} · {r.model or '?'} · {r.gate} · "
+                          f"{', '.join(marks)}", style="bold"))
+        for title, body in (("What failed", r.what_failed), ("Why", r.why),
+                            ("Try differently", r.try_next), ("Focus", r.focus)):
+            parts.append(Text(f"  {title}: ", style="bold") + Text(body))
+        parts.append(Text(f"  Files changed: {', '.join(r.files_changed) or 'none'}\n"))
+    return Group(*parts)
+
+
+def review_view(items: list[Review]) -> RenderableType:
+    if not items:
+        return _empty("No review for this task (reviews run for complex tasks and tickets "
+                      "with require_review).")
+    review = items[-1]
+    table = Table(box=None, expand=True)
+    for column in ("judge", "dimension", "score", "reasoning"):
+        table.add_column(column, overflow="fold")
+    for s in review.scores:
+        score = f"{s.score:g}" + (" (dropped)" if s.dropped else "")
+        table.add_row(Text(s.judge), Text(s.dimension), Text(score), Text(s.reasoning))
+    merged = ", ".join(f"{k} {v:g}" for k, v in review.merged.items())
+    verdict = "passed" if review.passed else "failed"
+    head = Text(f"global score {review.global_score} · threshold {review.threshold:g} · "
+                f"{verdict}\nmedian per dimension: {merged}", style="bold")
+    return Group(head, table)
