@@ -235,3 +235,15 @@ def test_simple_type_errors_go_to_the_cheapest_model_first(tmp_path: Path) -> No
     assert [(a["model"], a["kind"], a["success"]) for a in chain["attempts"]] == [
         ("sonnet", "agent", False), ("haiku", "autofix", True)]
     assert "AutoFixer" in chain["attempts"][1]["route_reason"]
+
+
+def test_a_review_nobody_answers_fails_without_escalating(tmp_path: Path) -> None:
+    with llm_server(lambda body, n: (500, "down")) as (url, _seen):
+        root = make_repo(tmp_path, config=f"llm: {{base_url: '{url}', max_retries: 0}}\n")
+        ticket(root, "rev", id="REV", title="Reviewed", scope="small", complexity="low",
+               require_review=True, description="write out/x.txt x")
+        run(root)
+    task = tasks(root)["REV"]
+    assert task.status == "failed" and task.result_summary.startswith("review: no judge")
+    [chain] = records(root, "metrics/cascade_chains.jsonl")
+    assert len(chain["attempts"]) == 1 and chain["attempts"][0]["attempt_number"] == 0

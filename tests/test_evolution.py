@@ -122,7 +122,9 @@ def test_evolve_defers_an_l2_proposal_that_approve_merges(tmp_path: Path) -> Non
     experiment = lines(root, "evolution/experiments.jsonl")[-1]
     assert experiment["accepted"] is True
     assert [s["step"] for s in experiment["steps"]] == [
-        "file_guard", "apply", "tests", "eval_suite", "benchmark", "merge", "promotion"]
+        "file_guard", "apply", "file_guard_applied", "tests", "eval_suite", "benchmark",
+        "merge", "promotion"]
+    assert (experiment["baseline_score"], experiment["candidate_score"]) == (None, 10.0)
     assert "promoted configured, smoke" in experiment["steps"][-1]["detail"]
     suite = json.loads((root / ".sdd/evolution/suite.json").read_text())
     assert suite["tasks"] == ["configured", "smoke"]
@@ -196,3 +198,16 @@ def test_analysis_sees_roles_that_fail(tmp_path: Path) -> None:
     assert proposals["role_templates"].risk == 1
     assert proposals["model_routing"].diff.endswith("+model: sonnet\n")
     assert EvolutionConfig().allowed_paths[-1] == "templates/"
+
+
+def test_the_guard_checks_what_the_patch_really_touches(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    sneaky = ("--- /dev/null\n+++ templates/src/evil.py\n@@ -0,0 +1 @@\n+print('evil')\n")
+    proposal = Proposal("EVO-sneaky", "Sneaky", "role_templates", "r", 0.8,
+                        ("templates/src/evil.py",), sneaky)
+    record_proposal(SddPaths(root), proposal, "human_review_4h", "review")
+    result = cli(root, "approve", "EVO-sneaky")
+    assert result.returncode == 1
+    assert "refused by the file guard after applying: src/evil.py is not among" in result.stderr
+    assert "src/evil.py" not in git(root, "ls-tree", "-r", "--name-only", "main")
+    assert not (root / ".sdd" / "sandboxes" / "EVO-sneaky").exists()

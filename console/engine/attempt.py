@@ -28,6 +28,7 @@ from console.engine.cascade import (
     JANITOR,
     LOW_CONFIDENCE,
     REVIEW,
+    REVIEW_UNAVAILABLE,
     Step,
     failure_flag,
     low_confidence,
@@ -228,6 +229,8 @@ class AttemptRunner:
                 files = self.repo.commit_all(worktree,
                                              f"auto_format ({task.id}, attempt {attempt})")
         reviewed = self._review(task, diff, model)
+        if running.cancel.is_set():
+            return self._stopped(running)
         if reviewed is not None:
             return dataclasses.replace(reviewed, files=files, tokens=tokens, extra_attempts=extra)
         phrase = low_confidence(result.output_tail, self.cascade_config.phrases)
@@ -314,6 +317,9 @@ class AttemptRunner:
             if record.get("skipped"):
                 self.events.info(f"{task.id}: {record['reason']}", task_id=task.id)
             return None
+        if record.get("global_score") is None:  # no judge answered: no model can fix that
+            return AttemptEnd(TaskState.FAILED, f"review: {record.get('reason')}",
+                              trigger=REVIEW_UNAVAILABLE, gate="review")
         return AttemptEnd(TaskState.FAILED, f"review: {record.get('reason')}", trigger=REVIEW,
                           gate="review", digest=review_feedback(record))
 

@@ -43,7 +43,8 @@ GATES = "required gate blocked"
 REVIEW = "review below threshold"
 LOW_CONFIDENCE = "low-confidence output"
 FAILURE_FLAG = "explicit failure flag"
-NOT_ESCALATED = frozenset({"adapter", "merge"})  # no stronger model fixes these
+REVIEW_UNAVAILABLE = "review unavailable"
+NOT_ESCALATED = frozenset({"adapter", "merge", REVIEW_UNAVAILABLE})  # no stronger model helps
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,11 +263,14 @@ def chain_record(task: Task, attempts: list[dict[str, Any]], succeeded: bool,
     tokens_out = sum(a.get("tokens_out", 0) for a in attempts)
     top = config.ladder[-1]
     direct = cost_usd(top, tokens_in, tokens_out, config) / max(1, len(attempts))
+    # Bernstein numbers attempts from 0 within a chain; the task-wide number is kept aside
+    numbered = [{**a, "task_attempt": a.get("attempt_number"), "attempt_number": index}
+                for index, a in enumerate(attempts)]
     return {
         "timestamp": timestamp, "chain_id": attempts[0]["chain_id"] if attempts else "",
-        "task_id": task.id, "role": task.role, "attempts": attempts,
+        "task_id": task.id, "role": task.role, "attempts": numbered,
         "final_model": attempts[-1]["model"] if attempts else None, "succeeded": succeeded,
         "total_cost_usd": total, "first_attempt_cost_usd": round(first, 6),
         "escalation_overhead_usd": round(total - first, 6),
-        "saved_vs_direct_opus_usd": round(direct - total, 6),
+        "saved_vs_direct_opus_usd": round(max(0.0, direct - total), 6),  # as Bernstein
     }

@@ -114,8 +114,9 @@ class ChainKeeper:
                 success=end.state is TaskState.DONE, files_changed=list(end.files),
                 digest=end.digest[:4000])
             chain[-1:-1] = [dict(a, chain_id=current["chain_id"]) for a in end.extra_attempts]
-            if end.state in (TaskState.OPEN, TaskState.CANCELLED):
-                self._interrupted(task, chain, end)
+            if end.state in (TaskState.OPEN, TaskState.CANCELLED) or (
+                    task.state is not TaskState.IN_PROGRESS and not end.recorded):
+                self._interrupted(task, chain, end)  # stopped, cancelled, or failed by SLA
                 return
             if self.router is not None and end.trigger not in NOT_ESCALATED:
                 self.router.bandit.record(task.role, current["model"],
@@ -126,10 +127,12 @@ class ChainKeeper:
             self._failed(task, chain, current, end)
 
     def _interrupted(self, task: Task, chain: list[dict[str, Any]], end: AttemptEnd) -> None:
-        chain[-1].update(success=False, escalation_reason="stopped before it finished")
-        if task.state is TaskState.CANCELLED or end.state is TaskState.CANCELLED:
-            if task.state is TaskState.CANCELLED:
-                self.store.update(task.id, metadata={"chain": chain})
+        chain[-1].update(success=False, interrupted=True,
+                         escalation_reason=f"interrupted ({task.status}): {end.message}"[:500])
+        if task.state in (TaskState.CANCELLED, TaskState.FAILED):
+            self._write_chain(task, chain, False)  # ended from outside: the chain ends too
+            return
+        if end.state is TaskState.CANCELLED:
             return
         try:
             self.store.transition(task.id, TaskState.OPEN, assigned_agent=None,
@@ -158,11 +161,18 @@ class ChainKeeper:
                                    digest=end.digest or end.message,
                                    files_changed=list(end.files))
         tier = str(task.metadata.get("tier") or "simple")
-        on_model = sum(1 for a in chain if a["model"] == current["model"]
-                       and a.get("kind") != "autofix")
+        # after a cheap autofix attempt the ladder resumes where the task was, not below it
+        model = (str(task.metadata.get("resume_model") or current["model"])
+                 if current.get("kind") == "autofix" else current["model"])
+        on_model = sum(1 for a in chain if a["model"] == model and a.get("kind") != "autofix"
+                       and not a.get("interrupted"))
         step = None
         autofixing = False
-        if (self.router is not None and trigger == GATES
+        operator = task.metadata.get("next_by_operator") and task.metadata.get("next_model")
+        if operator:  # an escalate during the attempt wins over the cascade's own choice
+            step = Step(str(operator), str(task.metadata.get("next_effort") or "high"),
+                        str(task.metadata.get("next_reason") or "escalated by the operator"))
+        elif (self.router is not None and trigger == GATES
                 and simple_type_errors(end.gate, end.digest)
                 and not any(a.get("kind") == "autofix" for a in chain)):
             cheapest = self.config.ladder[0]
@@ -170,8 +180,9 @@ class ChainKeeper:
                                          f"model ({cheapest}) fixes them first")
             autofixing = True
         elif self.router is not None and trigger not in NOT_ESCALATED:
-            step = self.router.next(task, current["model"], trigger, tier, on_model)
-        current.update(escalated=step is not None and step.model != current["model"],
+            step = self.router.next(task, model, trigger, tier, on_model)
+        current.update(escalated=step is not None and not autofixing
+                       and step.model != current["model"] and current.get("kind") != "autofix",
                        escalation_reason=f"{trigger}: {end.message}"[:500])
         if step is None:
             reasons = "; ".join(f"#{a['attempt_number']} {a['model']}: "
@@ -193,7 +204,9 @@ class ChainKeeper:
             result_summary=f"{trigger} on {current['model']}; next attempt on {step.model}",
             metadata={"chain": chain, "next_model": step.model, "next_effort": step.effort,
                       "next_reason": step.reason, "review_feedback": review,
-                      "next_kind": "autofix" if autofixing else "agent"})
+                      "next_kind": "autofix" if autofixing else "agent",
+                      "next_by_operator": None,
+                      "resume_model": current["model"] if autofixing else None})
         verb = "escalating to" if step.model != current["model"] else "retrying on"
         self.events.warning(f"{task.id} {trigger} on {current['model']}: {end.message[:200]}; "
                             f"{verb} {step.model}", task_id=task.id)

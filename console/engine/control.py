@@ -7,6 +7,7 @@ from pathlib import Path
 
 from console.control import Control, Outcome
 from console.engine import evolution_apply, inbox, operations
+from console.engine.cascade import parse_cascade
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.engine.evolution_apply import parse_evolution
@@ -95,7 +96,12 @@ class FileControl:
         return self._with_store(lambda store: operations.retry(store, task_id))
 
     def escalate(self, task_id: str, model: str | None = None) -> Outcome:
-        return self._with_store(lambda store: operations.escalate(store, task_id, model))
+        try:
+            ladder = parse_cascade(load_config(self.paths.root).raw.get("cascade")).ladder
+        except (ValueError, TypeError, ConfigError) as exc:
+            return Outcome.refused(f"bernstein.yaml: {exc}")
+        return self._with_store(lambda store: operations.escalate(store, task_id, model,
+                                                                  ladder))
 
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self._with_store(lambda store: operations.cancel(store, task_id, reason))

@@ -100,7 +100,7 @@ class Engine:
                                         self._gate_pipeline(llm), self._review(llm))
             try:
                 sla = parse_sla(self.config.raw.get("sla"))
-            except (ValueError, TypeError) as exc:
+            except Exception as exc:
                 raise EngineError(f"bernstein.yaml: {exc}") from None
             self.sla = SlaMonitor(self.paths, self.store, self.events, sla, self.stop_agent)
             missions, problems = load_missions(self.paths, self.config.raw.get("missions"))
@@ -125,8 +125,8 @@ class Engine:
         raw = self.config.raw.get("cascade")
         try:
             cascade = parse_cascade(raw, self.config.raw.get("complexity"))
-        except (ValueError, TypeError) as exc:
-            raise EngineError(f"bernstein.yaml: {exc}") from None
+        except Exception as exc:  # any malformed value: one line naming the section
+            raise EngineError(f"bernstein.yaml: cascade/complexity: {exc}") from None
         enabled = not (isinstance(raw, dict) and raw.get("enabled") is False)
         bandit = Bandit(self.paths.sdd / "routing" / "cascade_bandit.json", cascade)
         router = CascadeRouter(cascade, bandit) if enabled else None
@@ -139,7 +139,7 @@ class Engine:
     def _review(self, llm: LlmClient) -> MultiJudgeReview | None:
         try:
             config = parse_review(self.config.raw.get("review"))
-        except (ValueError, TypeError, KeyError) as exc:
+        except Exception as exc:
             raise EngineError(f"bernstein.yaml: review: {exc}") from None
         return MultiJudgeReview(llm, config)
 
@@ -212,15 +212,22 @@ class Engine:
                 self.events.warning(f"{task.id}: its merge landed before the engine stopped; "
                                     "marked done", task_id=task.id)
                 continue
-            self._reopen(task, "recovered: the engine that ran it stopped")
+            chain = [dict(a) for a in (task.metadata.get("chain") or [])]
+            if chain and chain[-1].get("success") is None:  # cut short: not a real try
+                chain[-1].update(success=False, interrupted=True,
+                                 escalation_reason="interrupted: the engine stopped")
+                self.store.update(task.id, metadata={"chain": chain})
+            self._reopen(self.store.get(task.id), "recovered: the engine that ran it stopped")
             if branch:
                 self.repo.delete_branch(branch)
             self.events.warning(f"{task.id} was {task.status} by a stopped engine; reopened",
                                 task_id=task.id)
-        worktrees = self.paths.sdd / "worktrees"
-        for path in sorted(worktrees.iterdir()) if worktrees.is_dir() else []:
-            if path.is_dir():
-                self.repo.remove_worktree(path)
+        for folder in ("worktrees", "sandboxes"):  # attempts' and evolution sandboxes
+            directory = self.paths.sdd / folder
+            for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+                if path.is_dir():
+                    branch = f"evolution/{path.name}" if folder == "sandboxes" else None
+                    self.repo.remove_worktree(path, branch)
         self.repo.prune()
 
     # -- the loops -------------------------------------------------------------
@@ -254,7 +261,7 @@ class Engine:
 
     def _claimable(self, task: Task) -> bool:
         if task.state is not TaskState.OPEN or task.id in self.running \
-                or task.metadata.get("held_by"):
+                or task.metadata.get("held_by") or self.missions.holder(task.id, task.title):
             return False
         deps = self.store.tasks
         return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)
@@ -348,7 +355,8 @@ class Engine:
             outcome = operations.retry(self.store, task_id)
         elif action == "escalate":
             model = request.get("model")
-            outcome = operations.escalate(self.store, task_id, str(model) if model else None)
+            outcome = operations.escalate(self.store, task_id, str(model) if model else None,
+                                          self.runner.chains.config.ladder)
         elif action == "cancel":
             reason = str(request.get("reason") or "cancelled by the operator")
             outcome = operations.cancel(self.store, task_id, reason, self.stop_agent)

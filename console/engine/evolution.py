@@ -133,7 +133,12 @@ def _set_yaml_key(text: str, section: str, key: str, value: str) -> str:
             end = index + 1
             while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end]):
                 if re.match(rf"^\s+{re.escape(key)}:", lines[end]):
-                    lines[end] = f"  {key}: {value}"
+                    indent = len(lines[end]) - len(lines[end].lstrip())
+                    child = end + 1  # a block value's own lines go with it
+                    while child < len(lines) and lines[child].strip() and \
+                            len(lines[child]) - len(lines[child].lstrip()) > indent:
+                        child += 1
+                    lines[end:child] = [f"  {key}: {value}"]
                     return "\n".join(lines) + "\n"
                 end += 1
             lines.insert(index + 1, f"  {key}: {value}")

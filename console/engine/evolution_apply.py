@@ -21,12 +21,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from console.control import Outcome
+from console.engine.agents.process import scrubbed_env
 from console.engine.evolution import RISK_NAMES, classify
 from console.engine.gates.base import run_tool
 from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
 from console.sdd.fileio import append_jsonl, atomic_write_json, read_json_object
 from console.sdd.paths import Kind, SddPaths
+from console.sdd.project_config import DEFAULT_ENV_ALLOW
 from console.sdd.source import LocalSource
 
 DEFAULT_ALLOWED = ("bernstein.yaml", ".sdd/config.yaml", "templates/")
@@ -84,8 +86,20 @@ def file_guard(diff: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 def _shell(command: str, cwd: Path, timeout: float) -> tuple[bool, str]:
-    run = run_tool(["/bin/sh", "-c", command], cwd, timeout)
+    """Tests, evals and benchmarks run the project's code: the agents' scrubbed env."""
+    env = scrubbed_env(DEFAULT_ENV_ALLOW, {"PYTHONDONTWRITEBYTECODE": "1"})
+    run = run_tool(["/bin/sh", "-c", command], cwd, timeout, env=env)
     return run.exit_code == 0 and not run.timed_out, run.output
+
+
+def _touched(sandbox: Path) -> list[tuple[str, bool]]:
+    """What applying the patch really changed (renames, modes, empty files included):
+    (path, is a symlink)."""
+    status = run_tool(["git", "status", "--porcelain", "-z", "--untracked-files=all",
+                       "--no-renames"], sandbox, 60).output
+    paths = [entry[3:] for entry in status.split("\0") if len(entry) > 3]
+    return [(p, (sandbox / p).is_symlink()) for p in paths
+            if p != ".bernstein-tui-proposal.diff"]
 
 
 def _score(output: str) -> float | None:
@@ -120,6 +134,7 @@ def best_score(paths: SddPaths) -> float | None:
 class GateRun:
     steps: list[dict[str, Any]] = field(default_factory=list)
     score: float | None = None
+    baseline: float | None = None  # the best score before this change
 
     def step(self, name: str, passed: bool, detail: str) -> bool:
         self.steps.append({"step": name, "passed": passed, "detail": detail[:2000]})
@@ -145,6 +160,13 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
             return False, f"the patch does not apply: {check.output.strip()[-300:]}", run
         run_tool(["git", "apply", str(patch)], sandbox, 60)
         patch.unlink()
+        touched = _touched(sandbox)
+        really = file_guard("".join(f"+++ b/{p}\n" for p, _ in touched),
+                            config.allowed_paths)
+        really += [f"{p} is a symlink" for p, link in touched if link]
+        if not run.step("file_guard_applied", not really,
+                        "; ".join(really) or f"{len(touched)} allowed path(s) changed"):
+            return False, "refused by the file guard after applying: " + "; ".join(really), run
         repo.commit_all(sandbox, f"evolution {proposal_id}: {title}")
         command = config.test_command
         if command is None and (sandbox / "tests").is_dir():
@@ -172,7 +194,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
         if config.benchmark_command:
             ok, output = _shell(config.benchmark_command, sandbox, config.timeout_s)
             run.score = _score(output) if ok else None
-            best = best_score(paths)
+            best = run.baseline = best_score(paths)
             good = run.score is not None and (best is None or run.score >= best)
             detail = (f"score {run.score} vs best {best}" if run.score is not None
                       else "the benchmark produced no score")
@@ -210,7 +232,8 @@ def _append_result(paths: SddPaths, proposal_id: str, repo: GitRepo, score: floa
 def record_outcome(paths: SddPaths, *, proposal_id: str, title: str, risk: str,
                    confidence: float, outcome: str, reason: str, reviewer: str | None,
                    accepted: bool, steps: list[dict[str, Any]], score: float | None,
-                   started: float, diff_sha: str | None = None) -> None:
+                   started: float, diff_sha: str | None = None,
+                   baseline: float | None = None) -> None:
     now = time.time()
     append_jsonl(paths.of(Kind.DECISIONS), [{
         "proposal_id": proposal_id, "risk_level": risk, "confidence": confidence,
@@ -218,8 +241,9 @@ def record_outcome(paths: SddPaths, *, proposal_id: str, title: str, risk: str,
         "decided_at": now, "reviewer": reviewer}])
     append_jsonl(paths.of(Kind.EXPERIMENTS), [{
         "proposal_id": proposal_id, "title": title, "risk_level": risk,
-        "baseline_score": best_score(paths) if score is None else None,
-        "candidate_score": score, "delta": None, "accepted": accepted, "reason": reason[:2000],
+        "baseline_score": baseline, "candidate_score": score,
+        "delta": None if score is None or baseline is None else round(score - baseline, 6),
+        "accepted": accepted, "reason": reason[:2000],
         "cost_usd": 0.0, "duration_seconds": round(now - started, 3), "timestamp": now,
         "steps": steps, **({"diff_sha": diff_sha} if diff_sha else {})}])
 
@@ -294,13 +318,20 @@ def approve(paths: SddPaths, repo: GitRepo | None, proposal_id: str, reason: str
                             "so the approval is recorded as `bernstein evolve approve` does")
     if repo is None:
         return Outcome.refused("approving a proposal with a diff needs a git repository")
+    if repo.is_merged(f"evolution/{proposal_id}"):  # merged before a crash cut the record
+        record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
+                       confidence=confidence, outcome="auto_approved",
+                       reason=f"Manually approved by {reviewer}{note}; already merged "
+                              "(recorded after an interruption)", reviewer=reviewer,
+                       accepted=True, steps=[], score=None, started=started)
+        return Outcome.done(f"{proposal_id} was already merged; its approval is now recorded")
     merged, message, run = apply_through_gate(paths, repo, proposal_id, title, diff, config)
     record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
                    confidence=confidence, outcome="auto_approved",
                    reason=f"Manually approved by {reviewer}{note}; "
                           + ("merged" if merged else f"not merged — {message}"),
                    reviewer=reviewer, accepted=merged, steps=run.steps, score=run.score,
-                   started=started)
+                   started=started, baseline=run.baseline)
     if merged:
         return Outcome.done(f"approved {proposal_id}: applied in a sandbox, tests green, "
                             f"{message}")
@@ -346,7 +377,7 @@ def evolve(paths: SddPaths, repo: GitRepo | None, config: EvolutionConfig
                            outcome=outcome, reason=f"{reason}; " + (
                                "merged" if merged else f"not merged — {message}"),
                            reviewer=None, accepted=merged, steps=run.steps, score=run.score,
-                           started=started, diff_sha=proposal.diff_sha)
+                           started=started, diff_sha=proposal.diff_sha, baseline=run.baseline)
             done.append((proposal.proposal_id, outcome, message))
         else:
             record_proposal(paths, proposal, outcome if outcome.startswith(("human", "blocked"))

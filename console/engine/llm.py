@@ -134,9 +134,14 @@ class LlmClient:
         except (ValueError, KeyError, IndexError, TypeError):
             raise LlmUnavailable(f"LLM endpoint answered an unexpected body: "
                                  f"{response.text[:200]}") from None
+        def tokens(key: str) -> int:
+            try:
+                return int(usage.get(key) or 0)
+            except (TypeError, ValueError, AttributeError):
+                return 0  # an odd usage block costs nothing, and breaks nothing
+
         return LlmReply(str(text), str(data.get("model") or model),
-                        int(usage.get("prompt_tokens") or 0),
-                        int(usage.get("completion_tokens") or 0))
+                        tokens("prompt_tokens"), tokens("completion_tokens"))
 
     def close(self) -> None:
         if self._client is not None:

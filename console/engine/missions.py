@@ -25,12 +25,14 @@ from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
+from console.sdd.fields import RecordError, to_epoch
 from console.sdd.fileio import append_jsonl, read_regular_file
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.tail import JsonlTail
 
 ENDED = frozenset({"done", "closed", "failed", "cancelled", "abandoned", "refused"})
 PASSED = frozenset({"done", "closed"})
+WEBHOOK_DEADLINE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ def parse_mission(raw: object, where: str) -> Mission:
     deadline = raw.get("deadline")
     return Mission(name, _names(raw.get("tasks"), f"{where}.tasks"), tuple(gates),
                    None if threshold is None else float(threshold), weights,
-                   None if deadline is None else float(deadline))
+                   None if deadline is None else to_epoch(f"{where}.deadline", deadline))
 
 
 def load_missions(paths: SddPaths, raw: object) -> tuple[list[Mission], list[str]]:
@@ -113,7 +115,7 @@ def load_missions(paths: SddPaths, raw: object) -> tuple[list[Mission], list[str
             continue
         try:
             missions.append(parse_mission(yaml.safe_load(data), paths.display(path)))
-        except (ValueError, TypeError, yaml.YAMLError) as exc:
+        except (ValueError, TypeError, RecordError, yaml.YAMLError) as exc:
             problems.append(f"{paths.display(path)}: {exc}")
     return missions, problems
 
@@ -136,6 +138,7 @@ class MissionKeeper:
                 self._decided[(str(r.get("mission_id")), str(r["gate_name"]))] = str(r["event"])
         self._reviews = JsonlTail(paths.of(Kind.REVIEWS))
         self._scores: dict[str, float] = {}
+        self._outbox: list[tuple[str, dict[str, Any]]] = []  # webhooks, sent after the lock
 
     def _resolve(self, ref: str) -> Task | None:
         task = self.store.tasks.get(ref)
@@ -158,6 +161,9 @@ class MissionKeeper:
                 for gate in mission.gates:
                     self._gate(mission, gate)
                 self._threshold(mission)
+        outbox, self._outbox = self._outbox, []
+        for url, record in outbox:  # never while holding the task store's lock
+            self._deliver(url, record)
 
     def _gate(self, mission: Mission, gate: PhaseGate) -> None:
         decided = self._decided.get((mission.id, gate.name))
@@ -168,8 +174,10 @@ class MissionKeeper:
                     self._release(task)
             return
         for task in blocks:
-            if task.metadata.get("held_by") != gate.name and task.state in (
-                    TaskState.OPEN, TaskState.BLOCKED):
+            holder = task.metadata.get("held_by")
+            if holder and holder != gate.name:
+                continue  # already held by another gate: one hold at a time, no churn
+            if holder != gate.name and task.state in (TaskState.OPEN, TaskState.BLOCKED):
                 self._hold(task, gate, f"held by phase gate '{gate.name}' until "
                                        f"{', '.join(gate.after)} finish")
         if decided is not None:
@@ -262,15 +270,29 @@ class MissionKeeper:
     def _notify(self, channels: tuple[str, ...], record: dict[str, Any]) -> None:
         for channel in channels:
             if channel.startswith(("http://", "https://")):
-                self._deliver(channel, record)  # a short timeout bounds it
+                self._outbox.append((channel, record))
             elif channel != "console":  # console: the engine notice above already went out
                 self.events.warning(f"notify channel '{channel}' is not console or a URL")
 
     def _deliver(self, url: str, record: dict[str, Any]) -> None:
-        try:
-            self.post(url, record)
-        except Exception as exc:  # best effort: logged, never fatal
-            self.events.warning(f"webhook {url} failed: {type(exc).__name__}: {exc}")
+        """Best effort, bounded in total (a slow server cannot hold the engine)."""
+        import threading
+
+        errors: list[str] = []
+
+        def send() -> None:
+            try:
+                self.post(url, record)
+            except Exception as exc:  # logged, never fatal
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+        sender = threading.Thread(target=send, daemon=True, name="webhook")
+        sender.start()
+        sender.join(WEBHOOK_DEADLINE_S)
+        if sender.is_alive():
+            errors.append(f"no answer within {WEBHOOK_DEADLINE_S:.0f} s")
+        if errors:
+            self.events.warning(f"webhook {url} failed: {errors[0]}")
 
 
 def _webhook(url: str, record: dict[str, Any]) -> None:

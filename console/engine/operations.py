@@ -54,7 +54,9 @@ def escalate(store: TaskStore, task_id: str, model: str | None = None,
         target = model or next_tier(current, ladder)
         if target is None:
             return Outcome.refused(f"task {task_id} already runs on the top tier ({current})")
-        meta = {"escalated_from": current, "next_model": target,
+        effort = "max" if "opus" in target else "low" if "haiku" in target else "high"
+        meta = {"escalated_from": current, "next_model": target, "next_effort": effort,
+                "next_kind": "agent", "next_by_operator": task.state is TaskState.IN_PROGRESS,
                 "next_reason": f"escalated by the operator from {current}"}
         if task.state is TaskState.FAILED:
             store.transition(task_id, TaskState.OPEN, model=target, assigned_agent=None,

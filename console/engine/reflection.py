@@ -65,13 +65,16 @@ class Diagnosis:
                 f"## Files/functions to focus on\n{self.focus}")
 
 
+_GATE_PREFIX = re.compile(r"^\[[a-z_,]+\]\s*")
+
+
 def error_pattern(digest: str) -> str:
-    """The first error line with its location: what dedupe compares."""
-    for line in digest.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.endswith("unique error(s):"):
-            return stripped[:300]
-    return ""
+    """The first error line with its location: what dedupe compares (not the digest's
+    header, nor a banner line before the first located error)."""
+    lines = [_GATE_PREFIX.sub("", line).strip() for line in digest.splitlines()]
+    lines = [line for line in lines if line and "unique error(s)" not in line]
+    located = next((line for line in lines if _LOCATION.match(line)), None)
+    return (located or (lines[0] if lines else ""))[:300]
 
 
 def rule_diagnosis(gate: str, digest: str) -> Diagnosis:

@@ -63,8 +63,12 @@ def parse_review(raw: object) -> ReviewConfig:
                                      {str(k): str(v) for k, v in (d.get("rubric") or {}).items()})
                            for d in dims)
     models = raw.get("models") or ()
-    return ReviewConfig(judges=int(raw.get("judges", 3)), threshold=float(raw.get("threshold",
-                                                                                   3.0)),
+    judges = int(raw.get("judges", 3))
+    if judges < 1:
+        raise ValueError("review.judges must be at least 1")
+    if any(d.weight <= 0 for d in dimensions):
+        raise ValueError("review.dimensions: every weight must be more than 0")
+    return ReviewConfig(judges=judges, threshold=float(raw.get("threshold", 3.0)),
                         dimensions=dimensions, models=tuple(str(m) for m in models),
                         cross_model=bool(raw.get("cross_model", False)))
 

@@ -39,13 +39,21 @@ def parse_sla(raw: object) -> SlaConfig:
         raise ValueError("sla must be a map")
     unknown = set(raw) - {"warning_threshold", "warningThreshold", "check_interval",
                           "checkIntervalMs", "violation_action", "violationAction",
-                          "warning_channels", "violation_channels"}
+                          "warning_channels", "violation_channels", "warningChannels",
+                          "violationChannels"}
     if unknown:
         raise ValueError(f"sla.{sorted(unknown)[0]} is not a known key")
-    threshold = float(raw.get("warning_threshold", raw.get("warningThreshold", 0.8)))
+    try:
+        threshold = float(raw.get("warning_threshold", raw.get("warningThreshold", 0.8)))
+    except (TypeError, ValueError):
+        raise ValueError("sla.warning_threshold must be a number") from None
     interval = raw.get("check_interval")
-    if interval is None and "checkIntervalMs" in raw:
-        interval = float(raw["checkIntervalMs"]) / 1000
+    try:
+        if interval is None and "checkIntervalMs" in raw:
+            interval = float(raw["checkIntervalMs"]) / 1000
+        interval = float(interval) if interval is not None else None
+    except (TypeError, ValueError):
+        raise ValueError("sla.check_interval must be a number of seconds") from None
     action = str(raw.get("violation_action", raw.get("violationAction", "notify")))
     if action not in ("notify", "fail"):
         raise ValueError(f"sla.violation_action '{action}' is not notify or fail")
@@ -117,9 +125,14 @@ class SlaMonitor:
             span = max(task.deadline - start, 1e-6)
             if task.state in FINISHED:
                 finished = task.completed_at or now
-                if not said("sla:met") and not said("sla:violated") \
-                        and finished <= task.deadline:
+                if said("sla:met") or said("sla:violated"):
+                    continue
+                if finished <= task.deadline:
                     self._emit("sla:met", task, margin_ms=round((task.deadline - finished) * 1000))
+                else:  # it finished late between two checks: still a violation
+                    self._emit("sla:violated", task,
+                               overdue_ms=round((finished - task.deadline) * 1000),
+                               elapsed=round(finished - start, 3))
                 continue
             if task.state in TERMINAL_STATES or task.state is TaskState.FAILED:
                 continue
