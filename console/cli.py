@@ -36,11 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="watch only: hide and refuse every operator action")
     parser.add_argument("--no-engine", action="store_true",
                         help="do not start the embedded engine; only watch .sdd/")
+    parser.add_argument("--demo", action="store_true",
+                        help="write the demo project to a temporary directory, run the engine "
+                             "on it and open the console (no API keys needed)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
     status.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("init", help="create .sdd/ and a commented bernstein.yaml (never overwrites)")
+    demo = sub.add_parser("demo", help="write the demo project to DIR, nothing else")
+    demo.add_argument("target", metavar="DIR")
     gates = sub.add_parser("gates", help="run the quality gate pipeline on the working-tree "
                                           "diff (exit 1 when a required gate blocks)")
     gates.add_argument("--json", action="store_true", help="print the gate report as JSON")
@@ -255,9 +260,38 @@ def cmd_console(root: Path, read_only: bool, engine: bool) -> int:
     return app.return_code or EXIT_OK
 
 
+def cmd_demo(target: Path) -> int:
+    from console.demo.project import write_demo
+
+    try:
+        tickets = write_demo(target)
+    except (FileExistsError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"demo project written to {target} ({len(tickets)} tickets in .sdd/backlog/open/)")
+    print(f"  watch it run:  bernstein-tui -C {target}")
+    print(f"  or headless:   bernstein-tui -C {target} run --until-idle")
+    return EXIT_OK
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "demo":
+        return cmd_demo(Path(args.target).expanduser().resolve())
+    if args.demo:
+        import tempfile
+
+        from console.demo.project import write_demo
+
+        target = Path(tempfile.mkdtemp(prefix="bernstein-tui-demo-")) / "inventory"
+        write_demo(target)
+        print(f"bernstein-tui demo: project in {target}", file=sys.stderr)
+        from console.tui.app import ConsoleApp
+
+        app = ConsoleApp(target, engine=True, demo=True)
+        app.run()
+        print(f"the demo project stays in {target}", file=sys.stderr)
+        return EXIT_OK
     root = _project(args.directory)
     if args.command == "status":
         return cmd_status(root, args.json)

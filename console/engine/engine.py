@@ -24,7 +24,7 @@ from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
 from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
-from console.engine.evolution_apply import parse_evolution
+from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
@@ -66,6 +66,8 @@ class Engine:
         self.paused = False
         self.running: dict[str, Running] = {}
         self._dirty = True  # a task changed since the last reconcile
+        self._evolve_due = False  # evolution.on_idle: propose once each time work runs out
+        self.evolution = EvolutionConfig()
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self.store: TaskStore
@@ -107,6 +109,10 @@ class Engine:
             for problem in problems:
                 self.events.warning(f"mission not loaded: {problem}")
             self.missions = MissionKeeper(self.paths, self.store, self.events, missions)
+            try:
+                self.evolution = parse_evolution(self.config.raw.get("evolution"))
+            except Exception as exc:
+                raise EngineError(f"bernstein.yaml: {exc}") from None
             self.ingestor = Ingestor(self.store, self.paths, self.events, self.missions.holder)
         except BaseException:
             self.lock.release()
@@ -243,6 +249,7 @@ class Engine:
 
     def _changed(self, task: Task) -> None:
         self._dirty = True
+        self._evolve_due = self.evolution.on_idle
         self.wake.set()
         close_ticket(self.paths, task)
 
@@ -258,6 +265,10 @@ class Engine:
             self.sla.check_missions(mission_deadlines(self.missions))
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
+        if self._evolve_due and self._idle_apart_from_evolution():
+            self._evolve_due = False
+            outcome = self._evolution("evolve", {})
+            self.events.info(f"evolution (on idle): {outcome.message.splitlines()[0]}")
 
     def _claimable(self, task: Task) -> bool:
         if task.state is not TaskState.OPEN or task.id in self.running \
@@ -304,7 +315,10 @@ class Engine:
     # -- status and control ----------------------------------------------------
 
     def is_idle(self) -> bool:
-        """Nothing running, nothing claimable, no ticket waiting to be ingested."""
+        """Nothing running, nothing claimable, no ticket waiting, no evolution pass due."""
+        return not self._evolve_due and self._idle_apart_from_evolution()
+
+    def _idle_apart_from_evolution(self) -> bool:
         if self.running or not self._queue.empty():
             return False
         with self.store.lock:

@@ -200,7 +200,7 @@ def analyse(paths: SddPaths) -> list[Proposal]:
         runs[str(line.get("gate"))][str(line.get("status"))] += 1
     lint = runs.get("lint", Counter())
     total = sum(lint.values())
-    if total >= 3 and lint["fail"] / total >= 0.4:
+    if lint["fail"] >= 3 and lint["fail"] / total >= 0.2:
         rel = "bernstein.yaml"
         before = _read(root, rel)
         after = _set_yaml_key(before, "quality_gates", "auto_format", "true")

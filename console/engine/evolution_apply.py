@@ -42,6 +42,7 @@ class EvolutionConfig:
     suite_threshold: float = 0.8
     benchmark_command: str | None = None
     timeout_s: float = 600.0
+    on_idle: bool = False  # the engine runs `evolve` once each time it goes idle
 
 
 def parse_evolution(raw: object) -> EvolutionConfig:
@@ -50,7 +51,7 @@ def parse_evolution(raw: object) -> EvolutionConfig:
     if not isinstance(raw, dict):
         raise ValueError("evolution must be a map")
     unknown = set(raw) - {"allowed_paths", "test_command", "evals", "suite_threshold",
-                          "benchmark_command", "timeout_s"}
+                          "benchmark_command", "timeout_s", "on_idle"}
     if unknown:
         raise ValueError(f"evolution.{sorted(unknown)[0]} is not a known key")
     evals = raw.get("evals") or {}
@@ -59,7 +60,8 @@ def parse_evolution(raw: object) -> EvolutionConfig:
     return EvolutionConfig(
         tuple(raw.get("allowed_paths") or DEFAULT_ALLOWED), raw.get("test_command"),
         {str(k): str(v) for k, v in evals.items()}, float(raw.get("suite_threshold", 0.8)),
-        raw.get("benchmark_command"), float(raw.get("timeout_s", 600.0)))
+        raw.get("benchmark_command"), float(raw.get("timeout_s", 600.0)),
+        bool(raw.get("on_idle", False)))
 
 
 _DIFF_PATH = re.compile(r"^(?:---|\+\+\+) (?:a/|b/)?(.+?)\s*$")

@@ -64,8 +64,10 @@ class ConsoleApp(App[int]):
         Binding("x", "cancel_task", "Cancel"),
     ]
 
-    def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False) -> None:
+    def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
+                 demo: bool = False) -> None:
         super().__init__()
+        self.demo = demo
         self.source = LocalSource(root)
         self.read_only = read_only
         self.want_engine = engine and not read_only
@@ -79,6 +81,8 @@ class ConsoleApp(App[int]):
 
     def compose(self) -> ComposeResult:
         where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
+        if self.demo:
+            where = "DEMO (scripted demo agent, no API keys) · " + where
         yield StatusBar(where, id="status")
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
