@@ -211,3 +211,38 @@ def test_the_guard_checks_what_the_patch_really_touches(tmp_path: Path) -> None:
     assert "refused by the file guard after applying: src/evil.py is not among" in result.stderr
     assert "src/evil.py" not in git(root, "ls-tree", "-r", "--name-only", "main")
     assert not (root / ".sdd" / "sandboxes" / "EVO-sneaky").exists()
+
+
+def test_approve_through_a_running_engine_does_not_stop_its_work(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from tests.engine_kit import SPEC_AGENT, tasks, ticket
+
+    root = make_project(tmp_path)
+    with open(root / "bernstein.yaml", "a") as handle:
+        handle.write(f"agents:\n  script:\n    command: [{json.dumps(sys.executable)}, "
+                     f"{json.dumps(str(SPEC_AGENT))}]\ncascade: {{enabled: false}}\n")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "agent")
+    pid = _propose(root, "Via the engine", "bernstein.yaml",
+                   (root / "bernstein.yaml").read_text() + "# via the engine\n")
+    engine = subprocess.Popen([sys.executable, "-m", "console", "-C", str(root), "run"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "SPEC_AGENT_LOG": str(tmp_path / "a.log")})
+    try:
+        from console.engine.lock import engine_owner
+
+        deadline = time.monotonic() + 30
+        while engine_owner(SddPaths(root)) is None:  # the engine holds the project
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        ticket(root, "work", id="W", title="Work meanwhile", description="write out/w.txt w")
+        approved = cli(root, "approve", pid)
+        assert approved.returncode == 0, approved.stdout + approved.stderr
+        assert "# via the engine" in git(root, "show", "main:bernstein.yaml")
+        while tasks(root).get("W") is None or tasks(root)["W"].status != "done":
+            assert time.monotonic() < deadline + 30
+            time.sleep(0.1)
+    finally:
+        engine.terminate()
+        engine.wait(timeout=30)

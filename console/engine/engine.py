@@ -68,6 +68,7 @@ class Engine:
         self._dirty = True  # a task changed since the last reconcile
         self._evolve_due = False  # evolution.on_idle: propose once each time work runs out
         self.evolution = EvolutionConfig()
+        self._evolution_lock = threading.Lock()  # one approve/evolve at a time
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self.store: TaskStore
@@ -259,7 +260,7 @@ class Engine:
             self._dirty = False
             self.missions.tick()  # holds first, so a held task is never reopened
             reconcile_blocked(self.store)
-        inbox.drain(self.paths, self.handle)
+        inbox.drain(self.paths, self._from_inbox)
         if self.sla.due():
             self.sla.check()
             self.sla.check_missions(mission_deadlines(self.missions))
@@ -267,7 +268,8 @@ class Engine:
             self._dispatch()
         if self._evolve_due and self._idle_apart_from_evolution():
             self._evolve_due = False
-            outcome = self._evolution("evolve", {})
+            with self._evolution_lock:
+                outcome = self._evolution("evolve", {})
             self.events.info(f"evolution (on idle): {outcome.message.splitlines()[0]}")
 
     def _claimable(self, task: Task) -> bool:
@@ -360,6 +362,20 @@ class Engine:
         from console.engine.control import summarise_evolve
 
         return summarise_evolve(evolution_apply.evolve(self.paths, self.repo, config))
+
+    def _from_inbox(self, request: dict[str, object],
+                    reply: Callable[[Outcome], None]) -> Outcome | None:
+        """Quick actions answer now; approve and evolve (sandbox tests) run in their own
+        thread so dispatch never waits on them, and answer when done."""
+        if request.get("action") not in ("approve", "evolve"):
+            return self.handle(request)
+
+        def work() -> None:
+            with self._evolution_lock:
+                reply(self.handle(request))
+
+        threading.Thread(target=work, name="engine-evolution", daemon=True).start()
+        return None
 
     def handle(self, request: dict[str, object]) -> Outcome:
         """One operator action, from the console, the CLI or the control inbox."""

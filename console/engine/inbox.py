@@ -31,23 +31,35 @@ def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0
     request = {**request, "id": request_id, "requested_at": time.time(),
                "requested_by": os.environ.get("USER") or str(os.getuid())}
     atomic_write_json(inbox / f"{request_id}.json", request)
-    answer = outbox / f"{request_id}.json"
+    reply_path = outbox / f"{request_id}.json"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        data, _problem = read_json_object(answer, str(answer))
+        data, _problem = read_json_object(reply_path, str(reply_path))
         if data is not None:
             with contextlib.suppress(FileNotFoundError):
-                answer.unlink()
+                reply_path.unlink()
             return Outcome(bool(data.get("ok")), str(data.get("message", "")))
         time.sleep(0.05)
-    with contextlib.suppress(FileNotFoundError):
+    try:
         (inbox / f"{request_id}.json").unlink()
+    except FileNotFoundError:  # taken: it is being carried out, just not finished yet
+        return Outcome.refused(f"{owner} took the request but did not finish within "
+                               f"{timeout:.0f} s; it may still complete (check again)")
     return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s; nothing was done")
 
 
-def drain(paths: SddPaths, handle: Callable[[dict[str, object]], Outcome]) -> int:
-    """Carry out every waiting request (oldest first); returns how many."""
-    inbox, outbox = _dirs(paths)
+def answer(paths: SddPaths, name: str, outcome: Outcome) -> None:
+    """Write the outcome the requester waits for (now, or later for long actions)."""
+    _inbox, outbox = _dirs(paths)
+    atomic_write_json(outbox / name, {"ok": outcome.ok, "message": outcome.message,
+                                      "answered_at": time.time()})
+
+
+def drain(paths: SddPaths, handle: Callable[[dict[str, object], Callable[[Outcome], None]],
+                                            Outcome | None]) -> int:
+    """Carry out every waiting request (oldest first); returns how many. A handler that
+    returns None answers later through the callback it was given (long actions)."""
+    inbox, _outbox = _dirs(paths)
     try:
         names = sorted(n for n in os.listdir(inbox) if n.endswith(".json")
                        and not n.startswith("."))
@@ -60,10 +72,11 @@ def drain(paths: SddPaths, handle: Callable[[dict[str, object]], Outcome]) -> in
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         if data is None:
-            outcome = Outcome.refused(problem.reason if problem else "empty request")
+            outcome: Outcome | None = Outcome.refused(problem.reason if problem
+                                                      else "empty request")
         else:
-            outcome = handle(data)
-        atomic_write_json(outbox / name, {"ok": outcome.ok, "message": outcome.message,
-                                          "answered_at": time.time()})
+            outcome = handle(data, lambda later, name=name: answer(paths, name, later))
+        if outcome is not None:
+            answer(paths, name, outcome)
         done += 1
     return done
