@@ -206,3 +206,36 @@ async def test_read_only_refuses_every_action(project: Path) -> None:
                                           for n in app._notifications))
         await pilot.pause(0.3)
         assert cell(table, "f1", "state") == "✗ failed"
+
+
+async def test_a_proposal_is_approved_from_the_console(tmp_path: Path) -> None:
+    from console.engine.evolution import Proposal, record_proposal, unified_diff
+    from console.sdd.paths import SddPaths
+    from console.tui.screens.confirm import ConfirmScreen
+    from console.tui.screens.proposals import ProposalsScreen
+    from tests.engine_kit import git
+    from tests.test_evolution import CONFIG, make_project
+
+    root = make_project(tmp_path)
+    diff = unified_diff("bernstein.yaml", CONFIG, CONFIG + "# approved from the console\n")
+    record_proposal(SddPaths(root), Proposal("EVO-ui", "From the console", "policy_update",
+                                             "because", 0.8, ("bernstein.yaml",), diff),
+                    "human_review_4h", "L2 — review")
+    app = ConsoleApp(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.loaded)
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        def body() -> str:  # the screen may still be composing on the first looks
+            try:
+                return plain(app.screen.query_one("#proposal-body"))
+            except Exception:
+                return ""
+
+        await wait_for(pilot, lambda: "approved from the console" in body())
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: any("merged into main" in str(n.message)
+                                          for n in app._notifications), timeout=60)
+    assert "# approved from the console" in git(root, "show", "main:bernstein.yaml")

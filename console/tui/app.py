@@ -22,6 +22,7 @@ from console.sdd.state import Delta
 from console.tui.messages import EngineStatus, SourceError, StateChanged
 from console.tui.screens.confirm import ConfirmScreen
 from console.tui.screens.problems import ProblemsScreen
+from console.tui.screens.proposals import ProposalsScreen
 from console.tui.styles import stylesheet
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_detail import TaskDetail, read_log_tail
@@ -62,6 +63,7 @@ class ConsoleApp(App[int]):
         Binding("r", "retry", "Retry"),
         Binding("e", "escalate", "Escalate"),
         Binding("x", "cancel_task", "Cancel"),
+        Binding("P", "proposals", "Proposals"),
     ]
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
@@ -172,6 +174,8 @@ class ConsoleApp(App[int]):
             if event.level == "error":
                 self.notify(event.message, severity="error", timeout=8, markup=False)
         self.query_one(StatusBar).show(message.counts, message.problems)
+        if "proposals" in message.delta.sections and isinstance(self.screen, ProposalsScreen):
+            self.screen.refresh_rows()
 
     # -- the selected task's detail ----------------------------------------------
 
@@ -210,6 +214,13 @@ class ConsoleApp(App[int]):
         from console.engine.control import local_control
 
         return local_control(self.source.paths.root)
+
+    def action_proposals(self) -> None:
+        self.push_screen(ProposalsScreen(self.source, self.read_only))
+
+    def act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
+        """An operator action in a worker thread; its real outcome is shown."""
+        self._act(name, call)
 
     def _act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
         def work() -> None:

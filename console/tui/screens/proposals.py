@@ -1,0 +1,174 @@
+"""Evolution proposals: pending and decided, the diff, approve (confirmed) and reject
+(with a reason), through the Control interface."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Button, DataTable, Footer, Input, Static
+
+from console.sdd.source import LocalSource
+from console.sdd.state import State
+
+
+def proposal_rows(state: State) -> list[tuple[str, ...]]:
+    pending = set(state.pending_proposals())
+    rows = []
+    for pid in sorted(set(state.proposals) | set(state.decisions)):
+        proposal = state.proposals.get(pid)
+        last = state.decisions[pid][-1] if state.decisions.get(pid) else None
+        outcome = ("rejected" if last and last.reason.startswith("Rejected by")
+                   else last.outcome if last else "")
+        rows.append((pid, "⧗ pending" if pid in pending else "✓ decided",
+                     (proposal.risk_level if proposal and proposal.risk_level else
+                      last.risk_level if last else "") or "",
+                     f"{(proposal.confidence if proposal else last.confidence if last else 0):.2f}",
+                     proposal.title if proposal else "", outcome))
+    return rows
+
+
+def proposal_detail(state: State, pid: str) -> Group:
+    proposal = state.proposals.get(pid)
+    decisions = state.decisions.get(pid, [])
+    parts: list = []
+    if proposal is not None:
+        parts.append(Text(proposal.title, style="bold"))
+        parts.append(Text(f"{proposal.category} · risk {proposal.risk_level or '?'} · "
+                          f"confidence {proposal.confidence:.2f} · targets "
+                          f"{', '.join(proposal.target_files) or '(none)'}"))
+        parts.append(Text(proposal.description))
+        if proposal.diff:
+            parts.append(Syntax(proposal.diff, "diff", theme="ansi_dark", word_wrap=True))
+        else:
+            parts.append(Text("(no diff: a proposal a real Bernstein deferred; approving "
+                              "records the decision only)", style="italic"))
+    for decision in decisions:
+        who = f" by {decision.reviewer}" if decision.reviewer else ""
+        parts.append(Text(f"{decision.outcome}{who}: {decision.reason}"))
+    return Group(*parts) if parts else Group(Text("Select a proposal.", style="italic"))
+
+
+class ReasonScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(self.question, id="confirm-question", markup=False)
+            yield Input(placeholder="the reason (required)", id="reason")
+            yield Button("Reject", id="reject", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._done()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self._done()
+
+    def _done(self) -> None:
+        reason = self.query_one(Input).value.strip()
+        if reason:
+            self.dismiss(reason)
+        else:
+            self.notify("a rejection needs a reason", severity="warning")
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class ProposalsScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
+                Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
+
+    def __init__(self, source: LocalSource, read_only: bool) -> None:
+        super().__init__()
+        self.source = source  # read under its lock: the watcher thread writes the State
+        self.read_only = read_only
+        self.selected: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · j: reject",
+                     id="problems-title", markup=False)
+        yield DataTable(id="proposals-table", cursor_type="row")
+        with VerticalScroll(id="proposal-detail"):
+            yield Static(id="proposal-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in (("id", "ID"), ("state", "State"), ("risk", "Risk"),
+                           ("confidence", "Conf."), ("title", "Title"), ("last", "Decision")):
+            table.add_column(label, key=key)
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        table = self.query_one(DataTable)
+        with self.source.lock:
+            rows = proposal_rows(self.source.state)
+            detail = proposal_detail(self.source.state, self.selected or (
+                rows[0][0] if rows else ""))
+        known = {str(k.value) for k in table.rows}
+        for row in rows:
+            if row[0] in known:
+                for column, value in zip(("state", "risk", "confidence", "title", "last"),
+                                         row[1:], strict=True):
+                    table.update_cell(row[0], column, Text(value))
+            else:
+                table.add_row(*(Text(v) for v in row), key=row[0])
+        if self.selected is None and rows:
+            self.selected = rows[0][0]
+        self.query_one("#proposal-body", Static).update(detail)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self.selected = str(event.row_key.value)
+            with self.source.lock:
+                detail = proposal_detail(self.source.state, self.selected)
+            self.query_one("#proposal-body", Static).update(detail)
+
+    def _allowed(self, verb: str) -> str | None:
+        if self.read_only:
+            self.notify(f"{verb} refused: the console is read-only", severity="warning")
+            return None
+        if self.selected is None:
+            self.notify(f"{verb}: select a proposal first", severity="warning")
+        return self.selected
+
+    def action_approve(self) -> None:
+        from console.tui.screens.confirm import ConfirmScreen
+
+        pid = self._allowed("approve")
+        if pid is None:
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.act("approve", lambda control: control.approve(  # type: ignore[attr-defined]
+                    pid, "approved from the console"))
+
+        self.app.push_screen(ConfirmScreen(
+            f"Approve {pid}?", "Its diff is applied in a sandbox worktree; the tests, eval "
+                               "suite and benchmark run there; it merges into the base branch "
+                               "only if they pass."), answered)
+
+    def action_reject(self) -> None:
+        pid = self._allowed("reject")
+        if pid is None:
+            return
+
+        def answered(reason: str | None) -> None:
+            if reason:
+                self.app.act("reject", lambda control: control.reject(  # type: ignore[attr-defined]
+                    pid, reason))
+
+        self.app.push_screen(ReasonScreen(f"Reject {pid}: why?"), answered)
