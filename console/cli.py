@@ -221,7 +221,7 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
     for column in ("id", "state", "risk", "conf.", "title", "last decision"):
         table.add_column(column)
     for row in rows:
-        table.add_row(Text(row["proposal_id"]), "⧗ pending" if row["pending"] else "✓ decided",
+        table.add_row(Text(row["proposal_id"]), "! pending" if row["pending"] else "✓ decided",
                       Text(str(row["risk_level"] or "")), f"{row['confidence'] or 0:.2f}",
                       Text(row["title"]), Text(f"{row['outcome']} {row['reviewer'] or ''}"))
     Console().print(table)

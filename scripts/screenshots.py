@@ -23,7 +23,8 @@ SIZE = (120, 40)
 FIXTURE = REPO / "tests" / "fixtures" / "bernstein-3.23.0"
 
 
-async def _shoot(app: ConsoleApp, out: Path, name: str, ready, keys: tuple[str, ...] = ()) -> None:
+async def _shoot(app: ConsoleApp, out: Path, name: str, ready,
+                 keys: tuple[str, ...] = (), then=None) -> None:
     async with app.run_test(size=SIZE) as pilot:
         for _ in range(200):
             if ready(app):
@@ -31,7 +32,11 @@ async def _shoot(app: ConsoleApp, out: Path, name: str, ready, keys: tuple[str, 
             await pilot.pause(0.05)
         for key in keys:
             await pilot.press(key)
-        await pilot.pause(0.3)
+        for _ in range(200):
+            if then is None or then(app):
+                break
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
         app.save_screenshot(filename=f"{name}.svg", path=str(out))
     print(f"wrote {out / (name + '.svg')}")
 
@@ -49,6 +54,14 @@ async def main(out: Path) -> None:
         return app.query_one(TaskTable).row_count > 0
 
     await _shoot(ConsoleApp(project), out, "main", has_rows)
+    def proposals_shown(app: ConsoleApp) -> bool:
+        screen = app.screen
+        return (type(screen).__name__ == "ProposalsScreen"
+                and screen.query_one("#proposals-table").row_count > 0
+                and bool(str(screen.query_one("#proposal-body").content)))
+
+    await _shoot(ConsoleApp(project), out, "proposals", has_rows, keys=("P",),
+                 then=proposals_shown)
     await _shoot(ConsoleApp(empty), out, "no-sdd",
                  lambda app: "No .sdd/" in str(app.query_one("#empty").render()))
     shutil.rmtree(base, ignore_errors=True)

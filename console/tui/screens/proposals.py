@@ -24,7 +24,7 @@ def proposal_rows(state: State) -> list[tuple[str, ...]]:
         last = state.decisions[pid][-1] if state.decisions.get(pid) else None
         outcome = ("rejected" if last and last.reason.startswith("Rejected by")
                    else last.outcome if last else "")
-        rows.append((pid, "⧗ pending" if pid in pending else "✓ decided",
+        rows.append((pid, "! pending" if pid in pending else "✓ decided",
                      (proposal.risk_level if proposal and proposal.risk_level else
                       last.risk_level if last else "") or "",
                      f"{(proposal.confidence if proposal else last.confidence if last else 0):.2f}",
@@ -38,7 +38,8 @@ def proposal_detail(state: State, pid: str) -> Group:
     parts: list = []
     if proposal is not None:
         parts.append(Text(proposal.title, style="bold"))
-        parts.append(Text(f"{proposal.category} · risk {proposal.risk_level or '?'} · "
+        risk = proposal.risk_level or (decisions[-1].risk_level if decisions else "?")
+        parts.append(Text(f"{proposal.category} · risk {risk} · "
                           f"confidence {proposal.confidence:.2f} · targets "
                           f"{', '.join(proposal.target_files) or '(none)'}"))
         parts.append(Text(proposal.description))
