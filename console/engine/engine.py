@@ -1,9 +1,8 @@
 """The engine: a tick thread that ingests, unblocks and dispatches, and N worker threads.
 
 Only one engine runs a project at a time (`EngineLock`). On start it recovers
-from a crashed predecessor: orphaned agents are killed, tasks it had claimed are
-reopened (or marked done when their merge had already landed), stale worktrees
-removed. `stop()` kills running agents and puts their tasks back to open.
+from a crashed predecessor (`recovery.recover`). `stop()` kills running agents and
+puts their tasks back to open.
 """
 
 from __future__ import annotations
@@ -34,7 +33,8 @@ from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
 from console.engine.missions import MissionKeeper, load_missions, mission_deadlines
-from console.engine.orphans import PROJECT_MARKER, protect_environment, reap_orphans
+from console.engine.orphans import PROJECT_MARKER, protect_environment
+from console.engine.recovery import recover
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
 from console.engine.sla import SlaMonitor, parse_sla
@@ -93,7 +93,7 @@ class Engine:
             self.store.load()
             self.store.on_change(self._changed)
             self._ignore_worktrees()
-            self._recover()
+            recover(self.paths, self.store, self.repo, self.events, self._reopen)
             env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root),
                                                    "PYTHONDONTWRITEBYTECODE": "1"})
             llm = LlmClient(self.config.llm, on_call=self._llm_call)
@@ -204,38 +204,6 @@ class Engine:
                                   result_summary=why)
         except IllegalTransition as exc:
             self.events.error(str(exc), task_id=task.id)
-
-    def _recover(self) -> None:
-        reap_orphans(self.paths, self.events)
-        for note in self.repo.recover():
-            self.events.warning(note)
-        for task in self.store.snapshot():
-            if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
-                continue
-            branch = str(task.metadata.get("branch", ""))
-            if task.state is TaskState.IN_PROGRESS and branch and self.repo.is_merged(branch):
-                self.store.transition(task.id, TaskState.DONE,
-                                      reason="merged before the engine stopped (recovered)")
-                self.events.warning(f"{task.id}: its merge landed before the engine stopped; "
-                                    "marked done", task_id=task.id)
-                continue
-            chain = [dict(a) for a in (task.metadata.get("chain") or [])]
-            if chain and chain[-1].get("success") is None:  # cut short: not a real try
-                chain[-1].update(success=False, interrupted=True,
-                                 escalation_reason="interrupted: the engine stopped")
-                self.store.update(task.id, metadata={"chain": chain})
-            self._reopen(self.store.get(task.id), "recovered: the engine that ran it stopped")
-            if branch:
-                self.repo.delete_branch(branch)
-            self.events.warning(f"{task.id} was {task.status} by a stopped engine; reopened",
-                                task_id=task.id)
-        for folder in ("worktrees", "sandboxes"):  # attempts' and evolution sandboxes
-            directory = self.paths.sdd / folder
-            for path in sorted(directory.iterdir()) if directory.is_dir() else []:
-                if path.is_dir():
-                    branch = f"evolution/{path.name}" if folder == "sandboxes" else None
-                    self.repo.remove_worktree(path, branch)
-        self.repo.prune()
 
     # -- the loops -------------------------------------------------------------
 
