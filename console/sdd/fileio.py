@@ -1,10 +1,11 @@
-"""The only ways anything in the project writes `.sdd/`, and whole-file JSON reads.
+"""The only ways anything in the project writes `.sdd/`, and whole-file reads.
 
 * `atomic_write_*`: temp file in the same directory + fsync + rename (+ fsync of
   the directory), so a reader sees the old file or the new one, never half.
 * `append_jsonl`: whole lines appended under an exclusive `flock`, in one write.
   If a crashed writer left a half line at the end, it is closed with a newline
   first, so the torn bytes become one bad line instead of corrupting ours.
+* `read_log_tail`: the last 64 KiB of an agent log, for the detail pane.
 """
 
 from __future__ import annotations
@@ -142,3 +143,20 @@ def read_json_object(path: Path, display: str) -> tuple[dict[str, Any] | None, P
     if not isinstance(value, dict):
         return None, Problem(display, None, f"expected a JSON object, got {type(value).__name__}")
     return value, None
+
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+def read_log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
+    """The end of an agent log (callers keep it off the event loop)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            data = handle.read()
+    except OSError as exc:
+        return f"(no log yet: {exc.strerror or exc})"
+    text = data.decode("utf-8", errors="replace")
+    return (f"… {size - limit} earlier bytes not shown\n" if size > limit else "") + text

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Footer, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere
+from console.sdd.fileio import read_log_tail
 from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
@@ -25,7 +26,7 @@ from console.tui.screens.problems import ProblemsScreen
 from console.tui.screens.proposals import ProposalsScreen
 from console.tui.styles import stylesheet
 from console.tui.widgets.status_bar import StatusBar
-from console.tui.widgets.task_detail import TaskDetail, read_log_tail
+from console.tui.widgets.task_detail import TaskDetail
 from console.tui.widgets.task_table import TaskTable
 
 if TYPE_CHECKING:

@@ -6,8 +6,6 @@ loop); the log is tailed by a thread worker and capped.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -16,23 +14,8 @@ from textual.widgets import Static, TabbedContent, TabPane
 from console.sdd.state import State
 from console.tui import detail_render as view
 
-LOG_TAIL_BYTES = 64 * 1024
 TABS = (("gates", "Gates"), ("chain", "Chain"), ("reflections", "Reflections"),
         ("review", "Review"), ("log", "Log"))
-
-
-def read_log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
-    """The end of an agent log (in a worker thread, never on the event loop)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
-            data = handle.read()
-    except OSError as exc:
-        return f"(no log yet: {exc.strerror or exc})"
-    text = data.decode("utf-8", errors="replace")
-    return (f"… {size - limit} earlier bytes not shown\n" if size > limit else "") + text
 
 
 class TaskDetail(Vertical):
