@@ -63,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
             action.add_argument("--model", help="the model to use (default: the next tier)")
         if name == "cancel":
             action.add_argument("--reason", default="cancelled by the operator")
+    sub.add_parser("pause", help="stop the running engine from starting new attempts "
+                                 "(running ones finish)")
+    sub.add_parser("resume", help="let a paused engine dispatch again")
     sub.add_parser("evolve", help="analyse .sdd/metrics and write evolution proposals "
                                   "(L0/L1 with high confidence are applied; L2+ deferred)")
     listing = sub.add_parser("proposals", help="evolution proposals, pending and decided")
@@ -246,6 +249,10 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
         outcome = control.approve(args.proposal_id, args.reason)
     elif args.command == "reject":
         outcome = control.reject(args.proposal_id, args.reason)
+    elif args.command == "pause":
+        outcome = control.pause()
+    elif args.command == "resume":
+        outcome = control.resume()
     else:
         outcome = control.evolve()
     print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
@@ -303,7 +310,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_gates(root, args.json)
     if args.command == "proposals":
         return cmd_proposals(root, args.json)
-    if args.command in ("retry", "escalate", "cancel", "approve", "reject", "evolve"):
+    if args.command in ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause",
+                        "resume"):
         if args.read_only:
             raise UsageError("--read-only refuses every operator action")
         return cmd_action(root, args)

@@ -78,3 +78,10 @@ def test_wheel_ships_the_stylesheets_and_finds_them_installed(tmp_path: Path) ->
         capture_output=True, text=True, cwd=elsewhere, env={"PYTHONPATH": str(site)})
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == site / "console" / "styles"
+
+
+def test_pause_without_a_running_engine_is_refused_with_the_reason(project: Path) -> None:
+    result = run_cli("-C", str(project), "pause")
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("pause: no engine runs this project, "
+                                     "so nothing is dispatching")

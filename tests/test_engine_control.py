@@ -54,6 +54,16 @@ def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> Non
               and tasks(root)["F"].status == "failed")  # the engine ran it again
         refused = _cli(root, "retry", "S")
         assert refused.returncode == 1 and "terminal" in refused.stderr
+
+        paused = _cli(root, "pause")
+        assert paused.returncode == 0 and "engine paused" in paused.stdout, paused.stderr
+        ticket(root, "later", id="L", title="later", description="exit 0")
+        _wait(lambda: "L" in tasks(root))
+        time.sleep(1.5)  # several engine ticks: a paused engine dispatches nothing
+        assert tasks(root)["L"].status == "open"
+        resumed = _cli(root, "resume")
+        assert resumed.returncode == 0 and "resumed" in resumed.stdout
+        _wait(lambda: tasks(root)["L"].status == "done")
     finally:
         engine.terminate()
         assert engine.wait(timeout=30) == 0

@@ -45,6 +45,12 @@ class EngineControl:
     def evolve(self) -> Outcome:
         return self.engine.handle({"action": "evolve"})
 
+    def pause(self) -> Outcome:
+        return self.engine.handle({"action": "pause"})
+
+    def resume(self) -> Outcome:
+        return self.engine.handle({"action": "resume"})
+
 
 class InboxControl:
     """Actions on an engine of ours running in another process."""
@@ -74,6 +80,12 @@ class InboxControl:
 
     def evolve(self) -> Outcome:
         return self._send({"action": "evolve"}, timeout=APPLY_TIMEOUT)
+
+    def pause(self) -> Outcome:
+        return self._send({"action": "pause"})
+
+    def resume(self) -> Outcome:
+        return self._send({"action": "resume"})
 
 
 class FileControl:
@@ -133,6 +145,12 @@ class FileControl:
     def evolve(self) -> Outcome:
         return self._evolution(lambda repo, config: summarise_evolve(
             evolution_apply.evolve(self.paths, repo, config)))
+
+    def pause(self) -> Outcome:
+        return Outcome.refused("pause: no engine runs this project, so nothing is dispatching")
+
+    def resume(self) -> Outcome:
+        return Outcome.refused("resume: no engine runs this project (start one with run)")
 
 
 APPLY_TIMEOUT = 900.0  # an approval runs the tests in a sandbox
