@@ -239,3 +239,21 @@ async def test_a_proposal_is_approved_from_the_console(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: any("merged into main" in str(n.message)
                                           for n in app._notifications), timeout=60)
     assert "# approved from the console" in git(root, "show", "main:bernstein.yaml")
+
+
+async def test_the_benchmark_trace_marks_rows_after_they_are_painted(project: Path,
+                                                                    tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("BERNSTEIN_TUI_TRACE", str(trace))
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, task_record("t1", "open"))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.query_one(TaskTable).row_count == 1)
+        append(tasks, task_record("t2", "open"))
+        await wait_for(pilot, lambda: trace.exists() and '"t2"' in trace.read_text())
+    marks = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [m["ids"] for m in marks] == [["t1"], ["t2"]]
+    assert [m["rows"] for m in marks] == [1, 2]
+    assert marks[0]["t"] <= marks[1]["t"]

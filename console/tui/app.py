@@ -25,6 +25,7 @@ from console.tui.screens.confirm import ConfirmScreen
 from console.tui.screens.problems import ProblemsScreen
 from console.tui.screens.proposals import ProposalsScreen
 from console.tui.styles import stylesheet
+from console.tui.trace import Trace
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_detail import TaskDetail
 from console.tui.widgets.task_table import TaskTable
@@ -81,6 +82,7 @@ class ConsoleApp(App[int]):
         self.selected: str | None = None
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
+        self.trace = Trace.from_env()
 
     def compose(self) -> ComposeResult:
         where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
@@ -106,6 +108,7 @@ class ConsoleApp(App[int]):
 
     def on_unmount(self) -> None:
         self.source.stop()
+        self.trace.close()
         if self.engine is not None:
             self.engine.stop(timeout=10)
 
@@ -154,6 +157,9 @@ class ConsoleApp(App[int]):
         table = self.query_one(TaskTable)
         empty = self.query_one("#empty", Static)
         table.apply(message.delta)
+        if self.trace.on and message.delta.upserts:
+            self.call_after_refresh(self.trace.mark, "rows", list(message.delta.upserts),
+                                    table.row_count)
         show_table = message.exists and table.row_count > 0
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text(self.source.paths.root, message.exists))
