@@ -219,6 +219,7 @@ from console.records import (  # noqa: E402 - re-exported: one import for every 
     Chain,
     Decision,
     EngineEvent,
+    EngineStatus,
     Experiment,
     GateLine,
     GateReport,
@@ -235,7 +236,7 @@ from console.records import (  # noqa: E402 - re-exported: one import for every 
 __all__ = [
     "HUMAN_OUTCOMES", "STATE_GLYPHS", "TERMINAL_STATES", "TRANSITIONS", "UNKNOWN_STATE_GLYPH",
     "ArchiveRecord", "Attempt", "Chain", "CompletionSignal", "Decision", "EngineEvent",
-    "Experiment", "GateLine", "GateReport", "GateResult", "JudgeScore", "PhaseGateEvent",
-    "Problem", "Proposal", "Reflection", "Review", "SlaEvent", "Task", "TaskMetric",
-    "TaskState", "Ticket", "can_transition", "state_label",
+    "EngineStatus", "Experiment", "GateLine", "GateReport", "GateResult", "JudgeScore",
+    "PhaseGateEvent", "Problem", "Proposal", "Reflection", "Review", "SlaEvent", "Task",
+    "TaskMetric", "TaskState", "Ticket", "can_transition", "state_label",
 ]

@@ -229,3 +229,16 @@ class EngineEvent:
     timestamp: float | None = None
     task_id: str | None = None
     file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """`.sdd/runtime/engine_status.json`: what the engine running the project is doing."""
+
+    pid: int
+    workers: int
+    busy: int
+    paused: bool
+    running: bool  # False once the engine has stopped
+    base: str = ""
+    updated_at: float | None = None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from console.engine.lock import engine_owner
 from console.sdd.paths import SddPaths
+from console.sdd.source import LocalSource
 from tests.engine_kit import agent_log, make_repo, tasks, ticket
 
 
@@ -61,6 +62,11 @@ def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> Non
         _wait(lambda: "L" in tasks(root))
         time.sleep(1.5)  # several engine ticks: a paused engine dispatches nothing
         assert tasks(root)["L"].status == "open"
+        status = LocalSource(root)
+        status.load()
+        assert status.state.engine_status is not None
+        assert status.state.engine_status.paused and status.state.engine_status.workers == 2
+        assert status.state.engine_status.pid == engine.pid
         resumed = _cli(root, "resume")
         assert resumed.returncode == 0 and "resumed" in resumed.stdout
         _wait(lambda: tasks(root)["L"].status == "done")
@@ -68,5 +74,8 @@ def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> Non
         engine.terminate()
         assert engine.wait(timeout=30) == 0
     assert engine_owner(SddPaths(root)) is None  # SIGTERM: a clean stop releases the project
+    stopped = LocalSource(root)
+    stopped.load()
+    assert stopped.state.engine_status is not None and not stopped.state.engine_status.running
     events = [e["event"] for e in agent_log(tmp_path / "agent.log") if e["task"] == "S"]
     assert events == ["start"]  # the cancel killed the sleeping agent before its end

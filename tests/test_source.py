@@ -169,3 +169,23 @@ def test_review_findings_on_records_and_idle_polls(project: Path) -> None:
     assert not source.poll()
     (project / ".sdd" / "backlog" / "open" / "t.yaml").write_text("title: Changed title\n")
     assert "backlog" in source.poll().sections
+
+
+def test_engine_status_file_is_followed_and_a_broken_one_is_a_problem(project: Path) -> None:
+    status = project / ".sdd" / "runtime" / "engine_status.json"
+    source = LocalSource(project)
+    source.load()
+    assert source.state.engine_status is None and not source.poll()
+    status.write_text(json.dumps({"pid": 42, "workers": 4, "busy": 1, "paused": False,
+                                  "running": True, "base": "main"}))
+    assert "engine_status" in source.refresh([status]).sections
+    assert (source.state.engine_status.workers, source.state.engine_status.busy) == (4, 1)
+    assert not source.poll()  # unchanged: nothing to repaint
+    status.write_text(json.dumps({"pid": 42, "workers": "four"}))
+    delta = source.refresh([status])
+    assert {"engine_status", "problems"} <= delta.sections
+    assert source.state.engine_status is None
+    [problem] = source.state.problems
+    assert problem.file == ".sdd/runtime/engine_status.json" and "workers" in problem.reason
+    status.unlink()
+    assert "problems" in source.poll().sections and source.state.problems == []

@@ -8,6 +8,7 @@ puts their tasks back to open.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -39,9 +40,10 @@ from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
 from console.engine.sla import SlaMonitor, parse_sla
 from console.engine.store import TaskStore
-from console.model import EngineEvent, Task, TaskState
-from console.sdd.fileio import append_jsonl, atomic_write_text
+from console.model import EngineEvent, EngineStatus, Task, TaskState
+from console.sdd.fileio import append_jsonl, atomic_write_json, atomic_write_text
 from console.sdd.gate_config import GateConfigError
+from console.sdd.metric_codec import encode_engine_status
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
 from console.sdd.skeleton import init_project
@@ -71,6 +73,7 @@ class Engine:
         self._evolution_lock = threading.Lock()  # one approve/evolve at a time
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
+        self._published: tuple[int, int, bool, bool] | None = None
         self.store: TaskStore
         self.repo: GitRepo
 
@@ -120,6 +123,7 @@ class Engine:
             raise
         for index in range(self.workers):
             self._spawn(self._worker, f"engine-worker-{index}")
+        self._publish_status()
         self._spawn(self._tick_loop, "engine-tick")
         self.events.info(f"engine started: {self.workers} worker(s), base branch "
                          f"'{self.repo.base}'")
@@ -190,6 +194,7 @@ class Engine:
         for task in self.store.snapshot():
             if task.state is TaskState.CLAIMED:
                 self._reopen(task, "engine stopped before the attempt started")
+        self._publish_status(running=False)
         self.events.info("engine stopped")
         self.lock.release()
 
@@ -234,6 +239,7 @@ class Engine:
             self.sla.check_missions(mission_deadlines(self.missions))
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
+        self._publish_status()
         if self._evolve_due and self._idle_apart_from_evolution():
             self._evolve_due = False
             with self._evolution_lock:
@@ -283,6 +289,21 @@ class Engine:
                 self.wake.set()
 
     # -- status and control ----------------------------------------------------
+
+    def _publish_status(self, *, running: bool = True) -> None:
+        """runtime/engine_status.json, rewritten only when something in it changed."""
+        now = (self.workers, len(self.running), self.paused, running)
+        if now == self._published:
+            return
+        self._published = now
+        status = EngineStatus(pid=os.getpid(), workers=self.workers, busy=len(self.running),
+                              paused=self.paused, running=running, base=self.repo.base,
+                              updated_at=time.time())
+        try:
+            atomic_write_json(self.paths.of(Kind.ENGINE_STATUS), encode_engine_status(status))
+        except OSError as exc:
+            self.events.warning(f"{self.paths.display(self.paths.of(Kind.ENGINE_STATUS))}: "
+                                f"not written: {exc}")
 
     def is_idle(self) -> bool:
         """Nothing running, nothing claimable, no ticket waiting, no evolution pass due."""

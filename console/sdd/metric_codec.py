@@ -11,6 +11,7 @@ from console.model import (
     Attempt,
     Chain,
     EngineEvent,
+    EngineStatus,
     GateLine,
     GateReport,
     GateResult,
@@ -226,6 +227,19 @@ def decode_engine_event(d: Mapping[str, Any]) -> EngineEvent:
                        message=req_str(d, "message"),
                        timestamp=opt_epoch(d, "timestamp"), task_id=opt_str(d, "task_id"),
                        file=opt_str(d, "file"))
+
+
+def decode_engine_status(d: Mapping[str, Any]) -> EngineStatus:
+    return EngineStatus(pid=int_or(d, "pid", 0), workers=int_or(d, "workers", 0),
+                        busy=int_or(d, "busy", 0), paused=bool_or(d, "paused", False),
+                        running=bool_or(d, "running", False), base=str_or(d, "base", ""),
+                        updated_at=opt_epoch(d, "updated_at"))
+
+
+def encode_engine_status(status: EngineStatus) -> dict[str, Any]:
+    return {"pid": status.pid, "workers": status.workers, "busy": status.busy,
+            "paused": status.paused, "running": status.running, "base": status.base,
+            "updated_at": status.updated_at}
 
 
 def encode_engine_event(event: EngineEvent) -> dict[str, Any]:

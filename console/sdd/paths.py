@@ -23,6 +23,7 @@ class Kind(StrEnum):
     DECISIONS = "evolution/decisions.jsonl"
     EXPERIMENTS = "evolution/experiments.jsonl"
     ENGINE_EVENTS = "runtime/engine_events.jsonl"
+    ENGINE_STATUS = "runtime/engine_status.json"
     GATE_REPORT = "runtime/gates/*.json"
     TICKET = "backlog/open/*"
 
@@ -87,6 +88,8 @@ class SddPaths:
         for kind in JSONL_KINDS:
             if text == kind.value:
                 return kind
+        if text == Kind.ENGINE_STATUS.value:
+            return Kind.ENGINE_STATUS
         if len(parts) == 3 and parts[:2] == ("runtime", "gates") and parts[2].endswith(".json"):
             return Kind.GATE_REPORT
         if (len(parts) == 3 and parts[:2] == ("backlog", "open")

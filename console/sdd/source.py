@@ -91,6 +91,14 @@ class LocalSource:
         with self.lock:
             return self.state.apply_gate_report(self.paths.display(path), obj, problem)
 
+    def _read_engine_status(self, path: Path) -> Delta:
+        obj, problem = read_json_object(path, self.paths.display(path))
+        with self.lock:
+            return self.state.apply_engine_status(self.paths.display(path), obj, problem)
+
+    def _engine_status(self) -> Delta:
+        return self._guarded(self.paths.of(Kind.ENGINE_STATUS), self._read_engine_status)
+
     def _read_ticket(self, path: Path) -> Delta:
         display = self.paths.display(path)
         data, problem = read_regular_file(path, display, MAX_TICKET_BYTES)
@@ -138,6 +146,7 @@ class LocalSource:
             total.merge(delta)
 
         step(self._read_jsonl(Kind.TASKS)[0])
+        step(self._engine_status())
         step(self._sync_dir(Kind.TICKET))
         for kind in JSONL_KINDS:
             if kind is Kind.TASKS:
@@ -155,6 +164,7 @@ class LocalSource:
         delta = Delta()
         dirs: set[Kind] = set()
         kinds: set[Kind] = set()
+        status = False  # engine_status.json to re-read
         for path in paths:
             kind = self.paths.classify(path)
             if kind is Kind.GATE_REPORT:  # an event: read it even if it looks unchanged
@@ -163,6 +173,8 @@ class LocalSource:
             elif kind is Kind.TICKET:
                 self._signatures.pop(path, None)
                 delta.merge(self._read_if_changed(path, self._read_ticket))
+            elif kind is Kind.ENGINE_STATUS:
+                status = True
             elif kind is not None:
                 kinds.add(kind)
             elif path == self.paths.gates_dir or self.paths.gates_dir in path.parents:
@@ -172,8 +184,10 @@ class LocalSource:
             elif path == self.paths.sdd or path in self.paths.gates_dir.parents:
                 dirs.update({Kind.GATE_REPORT, Kind.TICKET})
                 kinds.update(JSONL_KINDS)
+                status = True
             elif self.paths.sdd in path.parents and not path.suffix:
                 kinds.update(k for k in JSONL_KINDS if self.paths.of(k).is_relative_to(path))
+                status = status or self.paths.of(Kind.ENGINE_STATUS).is_relative_to(path)
                 if self.paths.backlog_open.is_relative_to(path):
                     dirs.add(Kind.TICKET)
         for kind in sorted(kinds):
@@ -183,6 +197,9 @@ class LocalSource:
                 delta.merge(part)
         for kind in sorted(dirs):
             delta.merge(self._sync_dir(kind))
+        if status:
+            delta.merge(self._read_if_changed(self.paths.of(Kind.ENGINE_STATUS),
+                                              self._read_engine_status))
         return delta
 
     def poll(self) -> Delta:

@@ -18,6 +18,7 @@ from console.model import (
     Chain,
     Decision,
     EngineEvent,
+    EngineStatus,
     Experiment,
     GateLine,
     GateReport,
@@ -110,6 +111,7 @@ class State:
         self.decisions: dict[str, list[Decision]] = defaultdict(list)
         self.experiments: list[Experiment] = []
         self.tickets: dict[str, Ticket] = {}
+        self.engine_status: EngineStatus | None = None
         self.engine_events: deque[EngineEvent] = deque(maxlen=MAX_ENGINE_EVENTS)
         self.engine_event_levels: Counter[str] = Counter()
         self.engine_event_total = 0  # ever added, so a reader can ask for "the new ones"
@@ -300,6 +302,27 @@ class State:
             else:
                 self.gate_reports[report.task_id] = report
                 self._gate_report_files[display] = report.task_id
+        return delta
+
+    def apply_engine_status(self, display: str, obj: dict[str, Any] | None,
+                            problem: Problem | None) -> Delta:
+        """runtime/engine_status.json was (re)read; obj None = gone or unreadable."""
+        before = self.engine_status
+        had_problem = display in self._problems
+        self._clear_problems(display)
+        self.engine_status = None
+        if problem is None and obj is not None:
+            try:
+                self.engine_status = metric_codec.decode_engine_status(obj)
+            except RecordError as exc:
+                problem = Problem(display, None, str(exc))
+        if problem is not None:
+            self._problem(problem)
+        delta = Delta()
+        if self.engine_status != before:
+            delta.sections.add("engine_status")
+        if had_problem or problem is not None:
+            delta.sections.add("problems")
         return delta
 
     def apply_ticket(self, display: str, parsed: Ticket | TicketError | None) -> Delta:
