@@ -58,3 +58,11 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 60,
 def project(tmp_path: Path) -> Path:
     init_project(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _private_settings(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console's remembered theme goes to a temp file, never ~/.config."""
+    monkeypatch.setenv("BERNSTEIN_TUI_CONFIG",
+                       str(tmp_path_factory.mktemp("settings") / "settings.json"))

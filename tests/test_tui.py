@@ -36,7 +36,7 @@ def plain(widget) -> str:
 
 
 def cell(table: TaskTable, row: str, column: str) -> str:
-    return str(table.get_cell(row, column))
+    return table.cell(row, column)
 
 
 async def test_a_record_appended_from_another_thread_appears(project: Path) -> None:
@@ -126,8 +126,8 @@ async def test_the_console_runs_its_engine_and_shows_the_work(tmp_path: Path,
     app = ConsoleApp(root, engine=True)
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.query_one(TaskTable)
-        status = app.query_one("#engine-status")
-        await wait_for(pilot, lambda: "engine: running" in str(status.render()), timeout=20)
+        status = app.query_one("#status")
+        await wait_for(pilot, lambda: "workers busy" in str(status.render()), timeout=20)
         await wait_for(pilot, lambda: set(table.task_ids) == {"OK", "BAD"}
                        and cell(table, "OK", "state") == "✓ done"
                        and cell(table, "BAD", "state") == "✗ failed", timeout=30)
@@ -150,7 +150,7 @@ async def test_a_second_console_only_watches_and_says_who_owns_it(tmp_path: Path
     with EngineLock(SddPaths(root)):
         app = ConsoleApp(root, engine=True)
         async with app.run_test(size=(120, 30)) as pilot:
-            status = app.query_one("#engine-status")
+            status = app.query_one("#status")
             await wait_for(pilot, lambda: "watching only" in str(status.render()))
             assert f"pid {os.getpid()}" in str(status.render())
             assert app.engine is None
@@ -173,13 +173,13 @@ async def test_detail_tabs_and_actions_from_the_keyboard(project: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: set(table.task_ids) == {"f1", "o1"})
-        table.move_cursor(row=table.get_row_index("f1"))
+        table.move_to("f1")
         await wait_for(pilot, lambda: app.selected == "f1")
         await wait_for(pilot, lambda: "unused import" in plain(
             app.query_one("#detail-reflections", Static)))
         await pilot.press("r")
         await wait_for(pilot, lambda: cell(table, "f1", "state") == "○ open")
-        table.move_cursor(row=table.get_row_index("o1"))
+        table.move_to("o1")
         await wait_for(pilot, lambda: app.selected == "o1")
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

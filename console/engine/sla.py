@@ -107,7 +107,8 @@ class SlaMonitor:
             if now > deadline and not said("sla:violated"):
                 self._record("sla:violated", mission_id, "mission", deadline,
                              {"overdue_ms": round((now - deadline) * 1000)})
-                self.events.error(f"mission {mission_id}: SLA violated")
+                # a warning in the event log: consoles announce the violation from sla_events
+                self.events.warning(f"mission {mission_id}: SLA violated")
             elif (now - started) / span >= self.config.warning_threshold \
                     and not said("sla:warning") and now <= deadline:
                 self._record("sla:warning", mission_id, "mission", deadline,
@@ -156,7 +157,8 @@ class SlaMonitor:
     def _violated(self, task: Task, overdue_ms: int) -> None:
         message = f"SLA violated: deadline passed {overdue_ms / 1000:.1f} s ago"
         if self.config.violation_action != "fail":
-            self.events.error(f"{task.id}: {message}", task_id=task.id)
+            # a warning in the event log: consoles announce the violation from sla_events
+            self.events.warning(f"{task.id}: {message}", task_id=task.id)
             return
         try:  # fail at once: no retry, no escalation
             self.store.transition(task.id, TaskState.FAILED, reason=f"{message} "

@@ -67,6 +67,29 @@ SECTIONS: Mapping[Kind, str] = {
 }
 
 
+#: gate runs kept per gate for the quality screen's sparkline
+GATE_RECENT = 40
+
+
+@dataclass(slots=True)
+class GateStats:
+    """Running totals for one gate over every line of quality_gates.jsonl."""
+
+    runs: int = 0
+    passed: int = 0
+    cached: int = 0
+    total_ms: int = 0
+    recent: deque[bool] = field(default_factory=lambda: deque(maxlen=GATE_RECENT))
+
+    def add(self, line: GateLine) -> None:
+        ok = line.status in ("pass", "skipped", "bypassed")
+        self.runs += 1
+        self.passed += ok
+        self.cached += line.cached
+        self.total_ms += max(0, line.duration_ms)
+        self.recent.append(ok)
+
+
 @dataclass(slots=True)
 class Delta:
     """What one batch of file changes did to the state."""
@@ -74,9 +97,11 @@ class Delta:
     upserts: dict[str, Task] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
     sections: set[str] = field(default_factory=set)
+    #: tasks whose gates, SLA or chains changed without a new task record
+    touched: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.upserts or self.removed or self.sections)
+        return bool(self.upserts or self.removed or self.sections or self.touched)
 
     def merge(self, other: Delta) -> Delta:
         for task_id in other.removed:
@@ -85,6 +110,7 @@ class Delta:
         self.removed |= other.removed
         self.upserts.update(other.upserts)
         self.sections |= other.sections
+        self.touched |= other.touched
         return self
 
 
@@ -99,7 +125,9 @@ class State:
         self.gate_counts: dict[str, Counter[str]] = defaultdict(Counter)
         self.gate_latest: dict[str, dict[str, GateLine]] = defaultdict(dict)
         self.gate_reports: dict[str, GateReport] = {}
+        self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
         self.chains: dict[str, Chain] = {}
+        self.chain_cost = 0.0  # total_cost_usd over every chain, kept as lines arrive
         self.task_metrics: dict[str, TaskMetric] = {}
         self.reflections: dict[str, list[Reflection]] = defaultdict(list)
         self.reflection_count = 0
@@ -203,10 +231,14 @@ class State:
             self.archive.clear()
             self.archive_records = 0
         elif kind is Kind.GATE_LINES:
+            delta.touched |= self.gate_latest.keys()
             self.gate_counts.clear()
             self.gate_latest.clear()
+            self.gate_stats.clear()
         elif kind is Kind.CHAINS:
+            delta.touched |= {chain.task_id for chain in self.chains.values()}
             self.chains.clear()
+            self.chain_cost = 0.0
         elif kind is Kind.TASK_METRICS:
             self.task_metrics.clear()
         elif kind is Kind.REFLECTIONS:
@@ -216,6 +248,7 @@ class State:
             self.reviews.clear()
             self.review_count = 0
         elif kind is Kind.SLA_EVENTS:
+            delta.touched |= self.sla_latest.keys()
             self.sla_latest.clear()
         elif kind is Kind.PHASE_GATES:
             self.phase_events.clear()
@@ -254,8 +287,14 @@ class State:
         elif kind is Kind.GATE_LINES:
             self.gate_counts[record.gate][record.status] += 1
             self.gate_latest[record.task_id][record.gate] = record
+            self.gate_stats[record.gate].add(record)
+            delta.touched.add(record.task_id)
         elif kind is Kind.CHAINS:
+            old_chain = self.chains.get(record.chain_id)
+            self.chain_cost -= old_chain.total_cost_usd if old_chain else 0.0
+            self.chain_cost += record.total_cost_usd
             self.chains[record.chain_id] = record
+            delta.touched.add(record.task_id)
         elif kind is Kind.TASK_METRICS:
             self.task_metrics[record.task_id] = record
         elif kind is Kind.REFLECTIONS:
@@ -266,6 +305,7 @@ class State:
             self.review_count += 1
         elif kind is Kind.SLA_EVENTS:
             self.sla_latest[record.entity_id] = record
+            delta.touched.add(record.entity_id)
         elif kind is Kind.PHASE_GATES:
             self.phase_events.append(record)
         elif kind is Kind.DEFERRED:
@@ -302,6 +342,9 @@ class State:
             else:
                 self.gate_reports[report.task_id] = report
                 self._gate_report_files[display] = report.task_id
+                delta.touched.add(report.task_id)
+        if old is not None:
+            delta.touched.add(old)
         return delta
 
     def apply_engine_status(self, display: str, obj: dict[str, Any] | None,

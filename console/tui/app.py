@@ -7,25 +7,37 @@ event loop reads a file.
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import DataTable, Footer, Static
+from textual.css.query import NoMatches
+from textual.widgets import Footer, Input, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.sdd.fileio import read_log_tail
 from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
+from console.tui import settings
+from console.tui.commands import ConsoleCommands
+from console.tui.keys import MAIN_BINDINGS
 from console.tui.messages import EngineStatus, SourceError, StateChanged
+from console.tui.screens.chains import ChainsScreen
 from console.tui.screens.confirm import ConfirmScreen
+from console.tui.screens.help import HelpScreen
 from console.tui.screens.problems import ProblemsScreen
 from console.tui.screens.proposals import ProposalsScreen
+from console.tui.screens.quality import QualityScreen
 from console.tui.styles import stylesheet
+from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.trace import Trace
+from console.tui.updates import AlertWatch, header_of, rows_for
+from console.tui.widgets.sla_strip import SlaStrip
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_detail import TaskDetail
 from console.tui.widgets.task_table import TaskTable
@@ -58,20 +70,16 @@ def empty_text(root: Path, exists: bool) -> str:
 
 class ConsoleApp(App[int]):
     TITLE = "bernstein-tui"
-    CSS_PATH = [stylesheet("base"), stylesheet("main")]
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "problems", "Problems"),
-        Binding("r", "retry", "Retry"),
-        Binding("e", "escalate", "Escalate"),
-        Binding("x", "cancel_task", "Cancel"),
-        Binding("P", "proposals", "Proposals"),
-    ]
+    CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
+    BINDINGS = MAIN_BINDINGS
+    AUTO_FOCUS = "TaskTable"  # never the hidden filter box
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
-                 demo: bool = False) -> None:
+                 demo: bool = False, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.demo = demo
+        self.clock = clock
         self.source = LocalSource(root)
         self.read_only = read_only
         self.want_engine = engine and not read_only
@@ -80,9 +88,17 @@ class ConsoleApp(App[int]):
         self.problem_count = 0
         self.loaded = False  # no "could not be read" toasts for what the first load finds
         self.selected: str | None = None
+        self.filter_text = ""
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
+        self._alerts = AlertWatch()  # watcher thread only
         self.trace = Trace.from_env()
+        self.bell_on = settings.bell_enabled()
+        self._theme_ready = False
+        saved = settings.load_theme()
+        if saved and saved in self.available_themes:
+            self.theme = saved
+        self._theme_ready = True
 
     def compose(self) -> ComposeResult:
         where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
@@ -91,16 +107,21 @@ class ConsoleApp(App[int]):
         yield StatusBar(where, id="status")
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
-            yield TaskTable(id="tasks")
+            yield Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
+                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
+                        id="filter")
+            yield Static("", id="view-line", markup=False)
+            yield TaskTable(clock=self.clock, id="tasks")
+            yield SlaStrip("", id="sla-strip")
             yield TaskDetail(id="detail")
-        yield Static("engine: off (watching only)" if not self.want_engine
-                     else "engine: starting …", id="engine-status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(TaskTable).display = False
-        self.query_one(TaskDetail).display = False
-        self.set_interval(1.0, self._refresh_log)
+        for widget in ("#view-line", "#tasks", "#sla-strip", "#detail"):
+            self._main(widget).display = False
+        self._main(StatusBar).show(engine_line="engine: off (watching only)"
+                                       if not self.want_engine else "engine: starting …")
+        self.set_interval(1.0, self._every_second)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
@@ -111,6 +132,11 @@ class ConsoleApp(App[int]):
         self.trace.close()
         if self.engine is not None:
             self.engine.stop(timeout=10)
+
+    def watch_theme(self, theme: str) -> None:
+        if self._theme_ready:
+            self.run_worker(lambda: settings.save_theme(theme), thread=True,
+                            group="settings", exit_on_error=False)
 
     def _start_engine(self) -> None:
         """In a thread: the engine's start does file and git work."""
@@ -137,15 +163,19 @@ class ConsoleApp(App[int]):
     # -- called in the watcher thread: only compute and post -------------------
 
     def _from_watcher(self, delta: Delta) -> None:
+        loaded = self.source.loaded.is_set()
         with self.source.lock:
             state = self.source.state
-            counts = dict(state.state_counts())
-            problems = state.problem_count
+            rows = rows_for(state, delta)
+            header = header_of(state)
             events = state.engine_events_since(self._events_seen)
             self._events_seen = state.engine_event_total
-        loaded = self.source.loaded.is_set()
-        self.post_message(StateChanged(delta, counts, problems, self.source.exists, loaded,
-                                       events if self._events_loaded else []))
+            alerts = self._alerts.scan(state, delta, announce=self._events_loaded)
+        sections = set(delta.sections)
+        if delta.upserts or delta.touched:
+            sections.add("tasks")
+        self.post_message(StateChanged(rows, sections, header, self.source.exists, loaded,
+                                       events if self._events_loaded else [], alerts))
         self._events_loaded = loaded
 
     def _error_from_watcher(self, text: str) -> None:
@@ -153,47 +183,92 @@ class ConsoleApp(App[int]):
 
     # -- handlers on the event loop --------------------------------------------
 
+    def _main(self, selector):  # type: ignore[no-untyped-def]
+        """A widget of the main screen, whichever screen is on top."""
+        return self.screen_stack[0].query_one(selector)
+
     def on_state_changed(self, message: StateChanged) -> None:
-        table = self.query_one(TaskTable)
-        empty = self.query_one("#empty", Static)
-        table.apply(message.delta)
-        if self.trace.on and message.delta.upserts:
-            self.call_after_refresh(self.trace.mark, "rows", list(message.delta.upserts),
+        if not self.screen_stack or not self.screen_stack[0].is_mounted:
+            return  # shutting down
+        table = self._main(TaskTable)
+        empty = self._main("#empty")
+        table.apply(message.rows)
+        if self.trace.on and message.rows:
+            self.call_after_refresh(self.trace.mark, "rows",
+                                    [k for k, v in message.rows.items() if v is not None],
                                     table.row_count)
-        show_table = message.exists and table.row_count > 0
+        show_table = message.exists and bool(table.rows)
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text(self.source.paths.root, message.exists))
         empty.display = not show_table
-        table.display = show_table
-        self.query_one(TaskDetail).display = show_table
-        if self.selected is None and table.row_count:
-            self._select(str(table.coordinate_to_cell_key((0, 0)).row_key.value))
-        elif self.selected in message.delta.upserts or message.delta.sections & DETAIL_SECTIONS:
+        if show_table and not table.display:
+            for widget in ("#view-line", "#tasks", "#detail"):
+                self._main(widget).display = True
+            if self.focused is None:
+                table.focus()
+        elif not show_table and table.display:
+            for widget in ("#view-line", "#tasks", "#detail"):
+                self._main(widget).display = False
+        if self.selected in message.rows or message.sections & DETAIL_SECTIONS:
             self._select(self.selected)
-        self.counts = message.counts
-        if self.loaded and message.problems > self.problem_count:
-            new = message.problems - self.problem_count
+        self.counts = message.header.counts
+        if self.loaded and message.header.problems > self.problem_count:
+            new = message.header.problems - self.problem_count
             self.notify(f"{new} record{'s' if new != 1 else ''} could not be read (p to list)",
                         severity="warning", timeout=4)
-        self.problem_count = message.problems
+        self.problem_count = message.header.problems
         self.loaded = message.loaded
         for event in message.events:  # errors only: escalations are in the Chain tab
             if event.level == "error":
                 self.notify(event.message, severity="error", timeout=8, markup=False)
-        self.query_one(StatusBar).show(message.counts, message.problems)
-        if "proposals" in message.delta.sections and isinstance(self.screen, ProposalsScreen):
-            self.screen.refresh_rows()
+        for alert in message.alerts:
+            self.notify(alert.text, severity=alert.severity, timeout=8,  # type: ignore[arg-type]
+                        markup=False)
+        if any(a.severity == "error" for a in message.alerts) and self.bell_on:
+            self.bell()
+        self._main(StatusBar).show(message.header)
+        self._show_sla()
+        self._show_view_line()
+        if isinstance(self.screen, (ProposalsScreen, ChainsScreen, QualityScreen)) \
+                and message.sections & self.screen.SECTIONS:
+            with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
+                self.screen.refresh_rows()
+
+    def _every_second(self) -> None:
+        self._show_sla()
+
+    def _show_sla(self) -> None:
+        table = self._main(TaskTable)
+        self._main(SlaStrip).show((table.rows[i] for i in table.deadlined), self.clock())
+
+    def _show_view_line(self, error: str | None = None) -> None:
+        table = self._main(TaskTable)
+        sort = "task log order"
+        if table.sort_key is not None:
+            label = next(c.label for c in COLUMNS if c.key == table.sort_key)
+            sort = f"{label} {'▼' if table.reverse else '▲'}"
+        shown = (f"{table.row_count} of {len(table.rows)} tasks" if table.predicate
+                 else f"all {len(table.rows)} tasks")
+        what = f"filter: {self.filter_text}  ·  " if self.filter_text else ""
+        text = f"{what}{shown}  ·  sort: {sort}   (/ filter · 0-8 quick filters · s sort)"
+        if error:
+            text = f"✗ {error}  ·  {shown}"
+        line = self._main("#view-line")
+        line.update(text)
+        line.set_class(bool(error), "-error")
 
     # -- the selected task's detail ----------------------------------------------
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "tasks" and event.row_key.value is not None:
-            self._select(str(event.row_key.value))
+    def on_task_table_highlighted(self, event: TaskTable.Highlighted) -> None:
+        self._select(event.task_id)
+
+    def on_task_table_view_changed(self, event: TaskTable.ViewChanged) -> None:
+        self._show_view_line()
 
     def _select(self, task_id: str | None) -> None:
         self.selected = task_id
         with self.source.lock:
-            self.query_one(TaskDetail).show(self.source.state, task_id)
+            self._main(TaskDetail).show(self.source.state, task_id)
         self._refresh_log()
 
     def _refresh_log(self) -> None:
@@ -208,7 +283,86 @@ class ConsoleApp(App[int]):
 
     def _read_log(self, path: Path) -> None:
         text = read_log_tail(path)
-        self.call_from_thread(self.query_one(TaskDetail).show_log, text)
+        self.call_from_thread(self._main(TaskDetail).show_log, text)
+
+    # -- filter and sort -----------------------------------------------------------
+
+    def action_filter(self) -> None:
+        box = self._main("#filter")
+        box.display = True
+        box.value = self.filter_text
+        box.focus()
+
+    def apply_filter(self, text: str) -> bool:
+        """Filter the table; a term that means nothing is said, and the view kept."""
+        table = self._main(TaskTable)
+        try:
+            predicate = parse_filter(text)
+        except FilterError as exc:
+            self._show_view_line(str(exc))
+            return False
+        self.filter_text = text.strip()
+        table.set_view(predicate, table.sort_key, table.reverse)
+        self._show_view_line()
+        return True
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.apply_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter" and self.apply_filter(event.value):
+            self._close_filter()
+
+    def _close_filter(self) -> None:
+        box = self._main("#filter")
+        box.display = False
+        self._main(TaskTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self._main("#filter")
+        if box.display or self.filter_text:
+            self.apply_filter("")
+            self._close_filter()
+
+    def action_quick_filter(self, key: str) -> None:
+        for number, _label, query in QUICK_FILTERS:
+            if number == key:
+                self.apply_filter(query)
+
+    # -- screens -----------------------------------------------------------------
+
+    def go_to_task(self, task_id: str) -> None:
+        """Select a task; a filter that hides it is cleared first."""
+        table = self._main(TaskTable)
+        if not table.move_to(task_id) and task_id in table.rows:
+            self.apply_filter("")
+            table.move_to(task_id)
+        table.focus()
+
+    def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
+        screen = ProposalsScreen(self.source, self.read_only, selected=proposal_id)
+        self.push_screen(screen)
+        if then is not None:
+            self.call_after_refresh(screen.run_action, then)
+
+    def action_proposals(self) -> None:
+        self.push_screen(ProposalsScreen(self.source, self.read_only))
+
+    def action_chains(self) -> None:
+        self.push_screen(ChainsScreen(self.source))
+
+    def action_quality(self) -> None:
+        self.push_screen(QualityScreen(self.source, self.clock))
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.read_only))
+
+    def action_problems(self) -> None:
+        with self.source.lock:
+            problems = self.source.state.problems
+        self.push_screen(ProblemsScreen(problems))
 
     # -- operator actions ------------------------------------------------------
 
@@ -222,14 +376,12 @@ class ConsoleApp(App[int]):
 
         return local_control(self.source.paths.root)
 
-    def action_proposals(self) -> None:
-        self.push_screen(ProposalsScreen(self.source, self.read_only))
-
     def act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
         """An operator action in a worker thread; its real outcome is shown."""
-        self._act(name, call)
+        if self.read_only:
+            self.notify(f"{name} refused: the console is read-only", severity="warning")
+            return
 
-    def _act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
         def work() -> None:
             try:
                 outcome = call(self._control())
@@ -243,57 +395,80 @@ class ConsoleApp(App[int]):
 
         self.run_worker(work, thread=True, group="actions", exit_on_error=False)
 
-    def _target(self, action: str) -> str | None:
+    def _target(self, action: str, task_id: str | None = None) -> str | None:
         if self.read_only:
             self.notify(f"{action} refused: the console is read-only", severity="warning")
             return None
-        if self.selected is None:
-            self.notify(f"{action}: select a task first", severity="warning")
-        return self.selected
-
-    def action_retry(self) -> None:
-        task_id = self._target("retry")
-        if task_id is not None:
-            self._act("retry", lambda control: control.retry(task_id))
-
-    def action_escalate(self) -> None:
-        task_id = self._target("escalate")
+        task_id = task_id or self.selected
         if task_id is None:
+            self.notify(f"{action}: select a task first", severity="warning")
+        return task_id
+
+    def action_retry(self, task_id: str | None = None) -> None:
+        target = self._target("retry", task_id)
+        if target is not None:
+            self.act("retry", lambda control: control.retry(target))
+
+    def action_escalate(self, task_id: str | None = None) -> None:
+        target = self._target("escalate", task_id)
+        if target is None:
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._act("escalate", lambda control: control.escalate(task_id))
+                self.act("escalate", lambda control: control.escalate(target))
 
-        self.push_screen(ConfirmScreen(f"Escalate task {task_id}?",
+        self.push_screen(ConfirmScreen(f"Escalate task {target}?",
                                        "Its next attempt runs on the next, more expensive "
                                        "model tier; a failed task is reopened for it."),
                          answered)
 
-    def action_cancel_task(self) -> None:
-        task_id = self._target("cancel")
-        if task_id is None:
+    def action_cancel_task(self, task_id: str | None = None) -> None:
+        target = self._target("cancel", task_id)
+        if target is None:
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self._act("cancel", lambda control: control.cancel(
-                    task_id, "cancelled from the console"))
+                self.act("cancel", lambda control: control.cancel(
+                    target, "cancelled from the console"))
 
-        self.push_screen(ConfirmScreen(f"Cancel task {task_id}?",
+        self.push_screen(ConfirmScreen(f"Cancel task {target}?",
                                        "It and its subtasks are cancelled (terminal: it "
                                        "cannot be retried) and a running agent is killed."),
                          answered)
 
+    def action_pause(self) -> None:
+        """Pause a running engine, or resume a paused one."""
+        with self.source.lock:
+            engine = self.source.state.engine_status
+        if engine is not None and engine.running and engine.paused:
+            self.act("resume", lambda control: control.resume())
+        else:
+            self.act("pause", lambda control: control.pause())
+
+    def action_copy(self, what: str) -> None:
+        """Copy the selected task's id or worktree path (OSC 52), and show it too."""
+        if self.selected is None:
+            self.notify("copy: select a task first", severity="warning")
+            return
+        text = self.selected
+        if what == "worktree":
+            with self.source.lock:
+                task = self.source.state.tasks.get(self.selected)
+            session = task.metadata.get("session") if task else None
+            worktree = self.source.paths.sdd / "worktrees" / str(session)
+            if not session or task is None or task.is_terminal:
+                self.notify(f"task {self.selected} has no worktree now (one exists only "
+                            "while an attempt runs)", severity="warning")
+                return
+            text = str(worktree)
+        self.copy_to_clipboard(text)
+        self.notify(f"copied {text}\n(if your terminal ignores OSC 52, select it here)",
+                    markup=False, timeout=8)
+
     def on_engine_status(self, message: EngineStatus) -> None:
-        status = self.query_one("#engine-status", Static)
-        status.update(message.text)
-        status.set_class(not message.running, "-off")
+        self._main(StatusBar).show(engine_line=message.text)
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)
-
-    def action_problems(self) -> None:
-        with self.source.lock:
-            problems = self.source.state.problems
-        self.push_screen(ProblemsScreen(problems))

@@ -5,21 +5,24 @@ from __future__ import annotations
 from textual.message import Message
 
 from console.model import EngineEvent
-from console.sdd.state import Delta
+from console.tui.task_rows import TaskRow
+from console.tui.updates import Alert, Header
 
 
 class StateChanged(Message):
     """A batch of file changes, already applied to the State by the watcher thread."""
 
-    def __init__(self, delta: Delta, counts: dict[str, int], problems: int,
-                 exists: bool, loaded: bool, events: list[EngineEvent]) -> None:
+    def __init__(self, rows: dict[str, TaskRow | None], sections: set[str], header: Header,
+                 exists: bool, loaded: bool, events: list[EngineEvent],
+                 alerts: list[Alert]) -> None:
         super().__init__()
+        self.rows = rows
+        self.sections = sections
+        self.header = header
+        self.exists = exists
         self.loaded = loaded
         self.events = events
-        self.delta = delta
-        self.counts = counts
-        self.problems = problems
-        self.exists = exists
+        self.alerts = alerts
 
 
 class SourceError(Message):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
@@ -88,18 +90,19 @@ class ReasonScreen(ModalScreen[str | None]):
 
 
 class ProposalsScreen(Screen[None]):
+    SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
                 Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
 
-    def __init__(self, source: LocalSource, read_only: bool) -> None:
+    def __init__(self, source: LocalSource, read_only: bool, selected: str | None = None) -> None:
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State
         self.read_only = read_only
-        self.selected: str | None = None
+        self.selected: str | None = selected
 
     def compose(self) -> ComposeResult:
         yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · j: reject",
-                     id="problems-title", markup=False)
+                     classes="screen-title", markup=False)
         yield DataTable(id="proposals-table", cursor_type="row")
         with VerticalScroll(id="proposal-detail"):
             yield Static(id="proposal-body")
@@ -128,6 +131,8 @@ class ProposalsScreen(Screen[None]):
                 table.add_row(*(Text(v) for v in row), key=row[0])
         if self.selected is None and rows:
             self.selected = rows[0][0]
+        elif self.selected is not None and self.selected in table.rows:
+            table.move_cursor(row=table.get_row_index(self.selected))
         self.query_one("#proposal-body", Static).update(detail)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -1,0 +1,52 @@
+"""Every key of the main screen, grouped, in one table: the bindings and the
+help screen are both made from it, so they cannot disagree."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+from console.tui.task_rows import QUICK_FILTERS
+
+#: (group, key(s), action, footer label, description, shown in the footer)
+MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
+    ("Tasks", "r", "retry", "Retry", "Retry the selected task (a failed one opens again)",
+     True),
+    ("Tasks", "e", "escalate", "Escalate",
+     "Escalate: next attempt on the next model tier (confirm)", True),
+    ("Tasks", "x", "cancel_task", "Cancel", "Cancel the task and its subtasks (confirm)", True),
+    ("Tasks", "c", "copy('id')", "Copy id", "Copy the task id (OSC 52; also shown)", False),
+    ("Tasks", "w", "copy('worktree')", "Copy worktree",
+     "Copy the running attempt's worktree path", False),
+    ("Engine", "z", "pause", "Pause/resume", "Pause the engine / resume it", True),
+    ("View", "slash", "filter", "Filter",
+     "Filter: words, state:, role:, model:, p:, sla:, gates:, -term", True),
+    ("View", "escape", "clear_filter", "Clear filter", "Clear the filter", False),
+    *(("View", number, f"quick_filter('{number}')", label, f"Quick filter: {label}", False)
+      for number, label, _query in QUICK_FILTERS),
+    ("Screens", "P", "proposals", "Proposals", "Evolution proposals: diff, approve, reject",
+     True),
+    ("Screens", "C", "chains", "Chains", "Cascade chains: escalation rate, savings", True),
+    ("Screens", "Q", "quality", "Quality", "Quality: success, gates, durations, models, cost",
+     True),
+    ("Screens", "p", "problems", "Problems", "Records that could not be read", False),
+    ("Screens", "question_mark,f1", "help", "Help", "This help", True),
+    ("App", "ctrl+p", "command_palette", "Palette",
+     "Command palette: tasks, proposals, actions", False),
+    ("App", "q", "quit", "Quit", "Quit", True),
+)
+
+#: keys handled inside widgets and screens, listed on the help screen only
+OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("Table", "↑ ↓ PgUp PgDn Home End", "Move the cursor (the detail follows)"),
+    ("Table", "s / S", "Sort by the next column / reverse (or click a header)"),
+    ("Detail", "tab, ← →", "Move focus to the tabs and switch tab"),
+    ("Proposals", "a / j", "Approve (confirm) / reject (asks for a reason)"),
+    ("Any screen", "escape", "Back"),
+)
+
+MAIN_BINDINGS = [Binding(key, action, label, show=shown)
+                 for _group, key, action, label, _description, shown in MAIN_KEYS]
+
+
+def key_label(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "question_mark,f1": "? F1"}.get(key, key)

@@ -1,0 +1,78 @@
+"""Every cascade chain: the ladder each task climbed, its cost, and what the
+cascade saved against sending everything straight to the top tier."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console.sdd.source import LocalSource
+from console.sdd.state import State
+from console.tui.quality import chain_totals
+
+#: the table keeps the most recent chains; the totals count every one
+MAX_CHAIN_ROWS = 1000
+
+
+def chain_rows(state: State) -> list[tuple[str, ...]]:
+    chains = sorted(state.chains.values(), key=lambda c: (c.timestamp or 0.0, c.chain_id),
+                    reverse=True)[:MAX_CHAIN_ROWS]
+    return [(c.chain_id, c.task_id, c.role, " → ".join(a.model for a in c.attempts),
+             ("✓ succeeded" if c.succeeded else "✗ gave up") + f" on {c.final_model or '?'}",
+             f"${c.total_cost_usd:.4f}", f"${c.saved_vs_direct_opus_usd:.4f}",
+             next((a.escalation_reason or "" for a in c.attempts if a.escalation_reason), ""))
+            for c in chains]
+
+
+def totals_text(state: State) -> str:
+    totals = chain_totals(state)
+    if not totals.total:
+        return "No cascade chain finished yet."
+    rate = totals.escalation_rate or 0.0
+    shown = (f" (the latest {MAX_CHAIN_ROWS} listed)" if totals.total > MAX_CHAIN_ROWS else "")
+    return (f"{totals.total} chains{shown}  ·  {totals.escalated} escalated ({rate:.0%})  ·  "
+            f"{totals.succeeded} succeeded  ·  cost ${totals.cost_usd:.4f}  ·  escalation "
+            f"overhead ${totals.overhead_usd:.4f}  ·  saved vs straight to the top tier "
+            f"${totals.saved_usd:.4f}")
+
+
+class ChainsScreen(Screen[None]):
+    SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
+    BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]
+
+    def __init__(self, source: LocalSource) -> None:
+        super().__init__()
+        self.source = source
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="chains-totals", classes="screen-title", markup=False)
+        yield DataTable(id="chains-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in (("chain", "Chain"), ("task", "Task"), ("role", "Role"),
+                           ("ladder", "Models tried"), ("outcome", "Outcome"),
+                           ("cost", "Cost"), ("saved", "Saved"), ("why", "Escalated because")):
+            table.add_column(label, key=key)
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        table = self.query_one(DataTable)
+        with self.source.lock:
+            rows = chain_rows(self.source.state)
+            totals = totals_text(self.source.state)
+        self.query_one("#chains-totals", Static).update(totals)
+        known = {str(k.value) for k in table.rows}
+        for row in rows:
+            if row[0] in known:
+                for column, value in zip(("task", "role", "ladder", "outcome", "cost", "saved",
+                                          "why"), row[1:], strict=True):
+                    table.update_cell(row[0], column, Text(value))
+            else:
+                table.add_row(*(Text(v) for v in row), key=row[0])

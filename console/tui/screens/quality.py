@@ -1,0 +1,99 @@
+"""The quality screen: what seed 000's quality routes and Polpo's quality
+metrics report, from the State — refreshed as the metrics files grow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from console.sdd.project_config import ConfigError, load_config
+from console.sdd.source import LocalSource
+from console.tui.quality import Quality, parse_budget, quality_of, sparkline
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}s"
+
+
+def quality_view(quality: Quality, budget: float | None) -> RenderableType:
+    rate = quality.success_rate
+    parts: list[RenderableType] = [Text(
+        f"Task success: {'–' if rate is None else f'{rate:.0%}'} "
+        f"({quality.succeeded} of {quality.finished} finished)  ·  duration "
+        f"p50 {_seconds(quality.durations[0])}  p90 {_seconds(quality.durations[1])}  "
+        f"p99 {_seconds(quality.durations[2])} over {quality.duration_count} task(s)",
+        style="bold")]
+    gates = Table(title="Gates", title_justify="left", box=None, expand=True)
+    for column in ("gate", "runs", "pass rate", "recent runs (oldest → newest)", "mean",
+                   "cache hits"):
+        gates.add_column(column)
+    for row in quality.gates:
+        gates.add_row(row.gate, str(row.runs), f"{row.pass_rate:.0%}", row.recent,
+                      f"{row.mean_ms:.0f} ms", f"{row.cache_rate:.0%}")
+    if not quality.gates:
+        gates.add_row("(no gate has run yet)", "", "", "", "", "")
+    parts += [Text(""), gates]
+    models = Table(title="Models", title_justify="left", box=None, expand=True)
+    for column in ("model", "attempts", "success", "cost"):
+        models.add_column(column)
+    for model in quality.models:
+        models.add_row(model.model, str(model.attempts), f"{model.success_rate:.0%}",
+                       f"${model.cost_usd:.4f}")
+    if not quality.models:
+        models.add_row("(no chain yet)", "", "", "")
+    parts += [Text(""), models, Text("")]
+    trend = sparkline(quality.cost_trend)
+    parts.append(Text(f"Cost trend ({quality.bucket_s}s a bar): {trend or '–'}"))
+    parts.append(Text(f"Budget forecast: {quality.forecast(budget)}"))
+    flagged = ", ".join(f"{path} ({n})" for path, n in quality.flagged_files)
+    parts.append(Text(f"Files most often flagged by failing gates: {flagged or 'none'}"))
+    return Group(*parts)
+
+
+class QualityScreen(Screen[None]):
+    SECTIONS: ClassVar[frozenset[str]] = frozenset(
+        {"gates", "chains", "metrics", "archive", "tasks"})
+    BINDINGS = [Binding("escape,q,Q", "app.pop_screen", "Back")]
+
+    def __init__(self, source: LocalSource, clock: Callable[[], float]) -> None:
+        super().__init__()
+        self.source = source
+        self.clock = clock
+        self.budget: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Quality — task success, gates, durations, models, cost",
+                     classes="screen-title", markup=False)
+        with VerticalScroll(id="quality-body"):
+            yield Static(id="quality")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_rows()
+        self.run_worker(self._read_budget, thread=True, exit_on_error=False)
+
+    def _read_budget(self) -> None:
+        """bernstein.yaml is a file: read in a thread."""
+        try:
+            budget = parse_budget(load_config(self.source.paths.root).raw.get("budget"))
+        except ConfigError:
+            budget = None
+        self.app.call_from_thread(self._set_budget, budget)
+
+    def _set_budget(self, budget: float | None) -> None:
+        self.budget = budget
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        with self.source.lock:
+            quality = quality_of(self.source.state)
+        self.query_one("#quality", Static).update(quality_view(quality, self.budget))
