@@ -128,6 +128,7 @@ class State:
         self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
         self.chains: dict[str, Chain] = {}
         self.chain_cost = 0.0  # total_cost_usd over every chain, kept as lines arrive
+        self.last_chain: dict[str, Chain] = {}  # task id → its latest chain
         self.task_metrics: dict[str, TaskMetric] = {}
         self.reflections: dict[str, list[Reflection]] = defaultdict(list)
         self.reflection_count = 0
@@ -238,6 +239,7 @@ class State:
         elif kind is Kind.CHAINS:
             delta.touched |= {chain.task_id for chain in self.chains.values()}
             self.chains.clear()
+            self.last_chain.clear()
             self.chain_cost = 0.0
         elif kind is Kind.TASK_METRICS:
             self.task_metrics.clear()
@@ -294,6 +296,7 @@ class State:
             self.chain_cost -= old_chain.total_cost_usd if old_chain else 0.0
             self.chain_cost += record.total_cost_usd
             self.chains[record.chain_id] = record
+            self.last_chain[record.task_id] = record
             delta.touched.add(record.task_id)
         elif kind is Kind.TASK_METRICS:
             self.task_metrics[record.task_id] = record

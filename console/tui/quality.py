@@ -115,12 +115,15 @@ def quality_of(state: State, buckets: int = 24) -> Quality:
               for model, (a, s, cost) in sorted(per_model.items(), key=lambda kv: -kv[1][2])]
     trend, bucket_s = _trend(stamped, buckets)
     flagged: Counter[str] = Counter()
-    for report in state.gate_reports.values():
-        for result in report.results:
-            if result.status in ("fail", "timeout") and result.digest:
-                files = {m.group(1) for line in result.digest.splitlines()
-                         if (m := _LOCATION.match(line.strip()))}
-                flagged.update(files)
+    # a reflection keeps the digest of every failed iteration; a gate report only the
+    # latest run, so it counts for tasks no reflection covers
+    digests = [r.digest for items in state.reflections.values() for r in items]
+    digests += [result.digest for report in state.gate_reports.values()
+                if not state.reflections.get(report.task_id)
+                for result in report.results if result.status in ("fail", "timeout")]
+    for digest in digests:  # each failing run counts a file once
+        flagged.update({m.group(1) for line in digest.splitlines()
+                        if (m := _LOCATION.match(line.strip()))})
     unfinished = sum(n for status, n in counts.items()
                      if status not in SUCCESS | {"failed", "cancelled"})
     return Quality(finished, succeeded, gates,

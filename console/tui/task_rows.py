@@ -114,9 +114,10 @@ def row_of(state: State, task_id: str) -> TaskRow | None:
         attempt_no = 0
     sla = state.sla_latest.get(task_id)
     chain = task.metadata.get("chain")
-    model = task.model or ""
+    finished = state.last_chain.get(task_id)
+    model = (finished.final_model if finished else None) or task.model or ""
     if isinstance(chain, list) and chain and isinstance(chain[-1], dict):
-        model = str(chain[-1].get("model") or model)  # the attempt running (or last run)
+        model = str(chain[-1].get("model") or model)  # the attempt running now
     return TaskRow(
         id=task.id, status=task.status, title=task.title, role=task.role,
         priority=task.priority, model=model, attempt=attempt_no,
