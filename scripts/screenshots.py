@@ -1,14 +1,14 @@
 """Make screenshots/*.svg from the real app, deterministically: `python scripts/screenshots.py`.
 
-Until the embedded demo exists, the data is the .sdd/ recorded from a real Bernstein
-3.23.0 run (tests/fixtures/bernstein-3.23.0), copied to a fixed path so every run
-draws the same pixels. The app runs headless at 120x40 with no engine.
+The data is a recorded run of the demo (`bernstein-tui --demo`'s project, engine
+and demo agent), frozen by scripts/freeze_demo.py into tests/fixtures/demo-frozen
+with fixed timestamps; the clock is frozen after its last record. The app runs
+headless at 120x40 with no engine — the same screens the snapshot tests check.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -17,54 +17,33 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from console.tui.app import ConsoleApp  # noqa: E402
-from console.tui.widgets.task_table import TaskTable  # noqa: E402
-
-SIZE = (120, 40)
-FIXTURE = REPO / "tests" / "fixtures" / "bernstein-3.23.0"
+from tests.frozen_demo import SHOTS, SIZE, frozen_app, settle  # noqa: E402
 
 
-async def _shoot(app: ConsoleApp, out: Path, name: str, ready,
-                 keys: tuple[str, ...] = (), then=None) -> None:
+async def _shoot(app: ConsoleApp, out: Path, name: str, keys: tuple[str, ...],
+                 screen: str) -> None:
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(200):
-            if ready(app):
-                break
-            await pilot.pause(0.05)
-        for key in keys:
-            await pilot.press(key)
-        for _ in range(200):
-            if then is None or then(app):
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.5)
+        await settle(pilot, keys, screen)
         app.save_screenshot(filename=f"{name}.svg", path=str(out))
     print(f"wrote {out / (name + '.svg')}")
 
 
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.gettempdir()) / "bernstein-tui-screenshots"
-    shutil.rmtree(base, ignore_errors=True)
-    project = base / "bernstein-project"
-    shutil.copytree(FIXTURE, project)
-    empty = base / "new-project"
-    empty.mkdir()
-
-    def has_rows(app: ConsoleApp) -> bool:
-        return app.query_one(TaskTable).row_count > 0
-
-    await _shoot(ConsoleApp(project), out, "main", has_rows)
-    def proposals_shown(app: ConsoleApp) -> bool:
-        screen = app.screen
-        return (type(screen).__name__ == "ProposalsScreen"
-                and screen.query_one("#proposals-table").row_count > 0
-                and bool(str(screen.query_one("#proposal-body").content)))
-
-    await _shoot(ConsoleApp(project), out, "proposals", has_rows, keys=("P",),
-                 then=proposals_shown)
-    await _shoot(ConsoleApp(empty), out, "no-sdd",
-                 lambda app: "No .sdd/" in str(app.query_one("#empty").render()))
-    shutil.rmtree(base, ignore_errors=True)
+    for name, (keys, screen) in SHOTS.items():
+        with tempfile.TemporaryDirectory() as where:
+            await _shoot(frozen_app(Path(where)), out, name, keys, screen)
+    with tempfile.TemporaryDirectory() as where:  # a directory with no .sdd/ yet
+        fresh = Path(where) / "new-project"
+        fresh.mkdir()
+        app = ConsoleApp(fresh, label="a new project")
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(200):
+                if "No .sdd/" in str(app.query_one("#empty").render()):
+                    break
+                await pilot.pause(0.05)
+            app.save_screenshot(filename="no-sdd.svg", path=str(out))
+        print(f"wrote {out / 'no-sdd.svg'}")
 
 
 if __name__ == "__main__":

@@ -76,9 +76,11 @@ class ConsoleApp(App[int]):
     COMMANDS = App.COMMANDS | {ConsoleCommands}
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
-                 demo: bool = False, clock: Callable[[], float] = time.time) -> None:
+                 demo: bool = False, clock: Callable[[], float] = time.time,
+                 label: str | None = None) -> None:
         super().__init__()
         self.demo = demo
+        self.label = label  # shown instead of the project's path
         self.clock = clock
         self.source = LocalSource(root)
         self.read_only = read_only
@@ -101,7 +103,8 @@ class ConsoleApp(App[int]):
         self._theme_ready = True
 
     def compose(self) -> ComposeResult:
-        where = str(self.source.paths.root) + ("  [read-only]" if self.read_only else "")
+        where = (self.label or str(self.source.paths.root)) + (
+            "  [read-only]" if self.read_only else "")
         if self.demo:
             where = "DEMO (scripted demo agent, no API keys) · " + where
         yield StatusBar(where, id="status")
