@@ -16,6 +16,8 @@ from benchmarks.terminal import Screen, read_marks, wait_settled, wait_trace
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.task_codec import decode_task, encode_task
 
+#: how long after the last write a row may still arrive before it counts as not shown
+GRACE_S = 5.0
 STATES = ("claimed", "in_progress", "done", "failed", "open")
 
 
@@ -59,7 +61,7 @@ def measure(name: str, rate: float, count: int) -> list[float]:
                 handle.write(line + "\n")
                 handle.flush()
                 written.setdefault(task_id, []).append(time.time())
-        time.sleep(1.0)
+        time.sleep(GRACE_S)
     finally:
         screen.close()
     marks = read_marks(trace)
@@ -70,9 +72,8 @@ def measure(name: str, rate: float, count: int) -> list[float]:
             if shown:
                 latencies.append((min(shown) - at) * 1000)
     missing = sum(len(t) for t in written.values()) - len(latencies)
-    if missing:
-        latencies += [float("inf")] * missing
-    return latencies
+    # a row never shown counts as infinitely late (the table prints "lost")
+    return latencies + [float("inf")] * missing
 
 
 def run(quick: bool) -> list[Figure]:
