@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
+import shutil
 import statistics
+import sys
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -34,3 +41,38 @@ class Figure:
 def machine() -> dict[str, Any]:
     return {"python": platform.python_version(), "platform": platform.platform(),
             "cpus": os.cpu_count(), "load": os.getloadavg()}
+
+
+# -- shared data sets, made once per run in one temp dir, removed at exit --------
+
+_WORKDIR: list[Path] = []
+_DATASETS: dict[str, Path] = {}
+
+
+def workdir() -> Path:
+    if not _WORKDIR:
+        path = Path(tempfile.mkdtemp(prefix="bench-"))
+        atexit.register(shutil.rmtree, path, True)
+        _WORKDIR.append(path)
+    return _WORKDIR[0]
+
+
+def dataset(name: str) -> Path:
+    """A project: "empty" (init only), "small" or "large" (benchmarks.generate sizes)."""
+    if name not in _DATASETS:
+        from benchmarks.generate import Sizes, generate
+        from console.sdd.skeleton import init_project
+
+        root = workdir() / f"data-{name}"
+        root.mkdir()
+        if name == "empty":
+            init_project(root)
+        else:
+            generate(root, Sizes.small() if name == "small" else Sizes(), seed=0)
+        _DATASETS[name] = root
+    return _DATASETS[name]
+
+
+def console_argv(root: Path) -> list[str]:
+    """The console, watching only (no engine), as an operator starts it."""
+    return [sys.executable, "-m", "console", "-C", str(root), "--read-only"]

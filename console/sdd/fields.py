@@ -40,6 +40,8 @@ def _show(value: object) -> str:
 
 def req_str(d: Mapping[str, Any], key: str) -> str:
     value = d.get(key, _MISSING)
+    if type(value) is str and value.isascii() and value[:1].isalnum():
+        return value  # the common case, decided without the checks below (same result)
     if value is _MISSING or value is None:
         raise RecordError(f"missing required key '{key}'")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -52,6 +54,8 @@ def req_str(d: Mapping[str, Any], key: str) -> str:
 
 def opt_str(d: Mapping[str, Any], key: str, default: str | None = None) -> str | None:
     value = d.get(key)
+    if type(value) is str and value.isascii():
+        return value  # the common case: clean() would return it unchanged
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -169,6 +173,11 @@ def to_epoch(key: str, value: object) -> float:
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp()
     if isinstance(value, str):
         text = value.strip()
+        if len(text) >= 10 and text[4] == "-" and text[:4].isdigit():
+            try:  # looks like an ISO date (Bernstein's gate lines): try that first
+                return to_epoch(key, dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+            except ValueError:
+                pass  # not ISO after all: the general path below decides
         try:
             return _to_float(key, text)
         except RecordError:
