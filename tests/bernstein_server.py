@@ -57,8 +57,11 @@ class FakeBernstein:
     """The server's data and knobs; `url` once started."""
 
     def __init__(self, token: str | None = "test-token", *, strict_patch: bool = False,
-                 heartbeat_s: float = 0.5) -> None:
+                 heartbeat_s: float = 0.5, wrong_token_status: int = 403) -> None:
         self.token = token
+        #: 403 "Invalid auth token" as first observed; 3.23.0 also answers 401
+        #: "Invalid or expired authentication token"
+        self.wrong_token_status = wrong_token_status
         self.strict_patch = strict_patch  # 1.9.3's PATCH: only role, priority, model
         self.heartbeat_s = heartbeat_s
         self.tasks: dict[str, dict[str, Any]] = {}
@@ -196,7 +199,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not auth.startswith("Bearer "):
                 return self._reply(401, {"detail": "Missing or invalid Authorization header"})
             if auth[len("Bearer "):] != fake.token:
-                return self._reply(403, {"detail": "Invalid auth token"})
+                return self._reply(fake.wrong_token_status, {
+                    "detail": "Invalid auth token" if fake.wrong_token_status == 403
+                    else "Invalid or expired authentication token"})
         injected = fake.injected.get((method, path))
         if injected:
             status, detail, headers = injected.pop(0)

@@ -77,13 +77,18 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-def meaning(status: int, detail: str, retry_after: float | None = None) -> str:
-    """What a refusal means for an operator (reference §5.1 status codes)."""
+def meaning(status: int, detail: str, retry_after: float | None = None, *,
+            token_sent: bool = True) -> str:
+    """What a refusal means for an operator (reference §5.1 status codes; 3.23.0 answers a
+    wrong token with 401 "Invalid or expired authentication token", not 403)."""
     said = f" ({detail})" if detail else ""
+    if status == 401 and token_sent:
+        return ("token rejected (401)" + said + ": it must equal the BERNSTEIN_AUTH_TOKEN "
+                "the server was started with")
     if status == 401:
-        return ("token missing or not accepted (401)" + said + ": pass --token-file or set "
+        return ("token missing (401)" + said + ": pass --token-file or set "
                 "BERNSTEIN_AUTH_TOKEN; the server must have had BERNSTEIN_AUTH_TOKEN set "
-                "when it started")
+                "when it started, or every route answers 401")
     if status == 403:
         return "token rejected or tenant not allowed (403)" + said
     if status == 404:
@@ -174,7 +179,8 @@ class ServerClient:
             retry_after = _retry_after(response)
             raise ServerError(
                 f"{method} {self.where(path)}: "
-                + meaning(response.status_code, _detail(response), retry_after),
+                + meaning(response.status_code, _detail(response), retry_after,
+                          token_sent=self.has_token),
                 status=response.status_code, retry_after=retry_after)
         if not response.content:
             return None
@@ -295,7 +301,8 @@ class ServerClient:
                     retry_after = _retry_after(response)
                     raise ServerError(
                         f"GET {self.where(path)}: "
-                        + meaning(response.status_code, _detail(response), retry_after),
+                        + meaning(response.status_code, _detail(response), retry_after,
+                                  token_sent=self.has_token),
                         status=response.status_code, retry_after=retry_after)
                 kind = response.headers.get("content-type", "")
                 if not kind.startswith("text/event-stream"):
