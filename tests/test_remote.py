@@ -340,6 +340,15 @@ def test_a_stream_dropped_mid_frame_reconnects_and_resyncs_only_the_difference(
                                                if n and s != "total"}
 
 
+def test_stop_ends_a_live_stream_at_once(live: tuple[RemoteSource, Deltas]) -> None:
+    source, _deltas = live
+    started = time.monotonic()
+    source.stop()
+    assert time.monotonic() - started < 1.0  # the blocked read is cut, not waited out
+    assert source.stopping.is_set()
+    assert not any(thread.is_alive() for thread in source._threads)
+
+
 def test_the_source_polls_while_the_stream_is_down_and_notices_drift(
         server: FakeBernstein) -> None:
     task_id = server.add("Polled")
@@ -351,12 +360,17 @@ def test_the_source_polls_while_the_stream_is_down_and_notices_drift(
         wait_for(source.loaded.is_set)
         server.mutate(task_id, status="done")
         assert wait_for(lambda: deltas.upserted(task_id, "done")) < 1.0
-        assert source.counts_agree()
-        server.muted = True
-        server.add("Sneaked in")
-        assert not source.counts_agree()
     finally:
         source.stop()
+    still = RemoteSource(ServerClient(server.url, token=TOKEN, timeout=5), events=False)
+    still.sync()
+    assert still.counts_agree()
+    server.add("Sneaked in")  # no stream, no poll: the counts tell
+    assert not still.counts_agree()
+    assert still.server_counts == server.counts()
+    still.sync()
+    assert still.counts_agree()
+    still.client.close()
 
 
 def test_an_unreachable_server_is_retried_and_said(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ client's headers: it is in no repr, no message and no log line of ours.
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -290,7 +291,7 @@ class ServerClient:
     # -- the event stream ------------------------------------------------------
 
     @contextmanager
-    def stream(self, path: str = "/events") -> Iterator[Iterator[str]]:
+    def stream(self, path: str = "/events") -> Iterator[StreamLines]:
         """The lines of an SSE stream; ServerError when it cannot be opened."""
         timeout = httpx.Timeout(STREAM_READ_S, connect=min(self.timeout, CONNECT_S))
         try:
@@ -308,14 +309,29 @@ class ServerClient:
                 if not kind.startswith("text/event-stream"):
                     raise ServerError(f"{self.where(path)}: not an event stream "
                                       f"(content-type {kind or 'missing'})", status=200)
-                yield _guarded_lines(response, self.where(path))
+                yield StreamLines(response, self.where(path))
         except httpx.HTTPError as exc:
             raise ServerError(f"{self.where(path)}: "
                               f"{_transport_meaning(exc, STREAM_READ_S)}") from None
 
 
-def _guarded_lines(response: httpx.Response, where: str) -> Iterator[str]:
-    try:
-        yield from response.iter_lines()
-    except httpx.HTTPError as exc:
-        raise ServerError(f"{where}: {_transport_meaning(exc, STREAM_READ_S)}") from None
+class StreamLines:
+    """An open stream's lines; `abort()` (from any thread) ends a blocked read now."""
+
+    def __init__(self, response: httpx.Response, where: str) -> None:
+        self.response = response
+        self.where = where
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self.response.iter_lines()
+        except httpx.HTTPError as exc:
+            raise ServerError(f"{self.where}: {_transport_meaning(exc, STREAM_READ_S)}"
+                              ) from None
+
+    def abort(self) -> None:
+        stream = self.response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            with suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)

@@ -327,6 +327,8 @@ class RemoteSource:
 
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
+        if self._stream is not None:
+            self._stream.abort()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))

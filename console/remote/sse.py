@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from console.remote.client import ServerClient, ServerError
+from console.remote.client import ServerClient, ServerError, StreamLines
 
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
@@ -83,6 +83,7 @@ class EventStream:
         self.first_s = first_s
         self.max_s = max_s
         self.connects = 0
+        self._lines: StreamLines | None = None
 
     def run(self) -> None:
         delay = self.first_s
@@ -91,9 +92,10 @@ class EventStream:
             got_frame = False
             try:
                 with self.client.stream(self.path) as lines:
+                    self._lines = lines
                     self.connects += 1
                     self.on_connect()
-                    for event in parse_events(_until(lines, self.stop)):
+                    for event in parse_events(_until(iter(lines), self.stop)):
                         got_frame = True
                         self.on_event(event)
                 if self.stop.is_set():
@@ -102,6 +104,8 @@ class EventStream:
             except ServerError as exc:
                 reason = str(exc)
                 wait_at_least = exc.retry_after or 0.0
+            finally:
+                self._lines = None
             if self.stop.is_set():
                 return
             if got_frame:
@@ -110,6 +114,13 @@ class EventStream:
             pause = max(wait_at_least, delay * random.uniform(0.8, 1.2))
             delay = min(self.max_s, delay * 2)
             self.stop.wait(pause)
+
+
+    def abort(self) -> None:
+        """End the current connection's blocked read (call after setting `stop`)."""
+        lines = self._lines
+        if lines is not None:
+            lines.abort()
 
 
 def _until(lines: Iterator[str], stop: threading.Event) -> Iterator[str]:
