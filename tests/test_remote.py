@@ -383,6 +383,8 @@ def test_an_unreachable_server_is_retried_and_said(tmp_path: Path) -> None:
         assert deltas.errors[0] == f"http://127.0.0.1:{port}/tasks: connection refused"
         assert source.health.status == "unreachable" and not source.exists
         assert not source.loaded.is_set()
+        time.sleep(1.0)  # it keeps trying (with backoff), and says it once
+        assert deltas.errors == [f"http://127.0.0.1:{port}/tasks: connection refused"]
     finally:
         source.stop()
 

@@ -90,6 +90,7 @@ class RemoteSource:
         self._threads: list[threading.Thread] = []
         self._on_delta: Callable[[Delta], None] = lambda delta: None
         self._on_error: Callable[[str], None] = lambda message: None
+        self._last_error: str | None = None
         self._reached = False
         self._last_sync = 0.0
         self._stream: EventStream | None = None
@@ -238,11 +239,18 @@ class RemoteSource:
         if delta:
             self._emit(delta)
 
+    def _report(self, message: str) -> None:
+        """An error for on_error, once: a server that stays down is said once, not per poll."""
+        if message != self._last_error:
+            self._last_error = message
+            self._on_error(message)
+
     def _resync(self, why: str) -> None:
         try:
             self._send(self.sync())
+            self._last_error = None
         except ServerError as exc:
-            self._on_error(f"re-sync after {why} failed: {exc}")
+            self._report(f"re-sync after {why} failed: {exc}")
             self._set_health(status="unreachable" if exc.unreachable else f"http {exc.status}",
                              detail=str(exc))
 
@@ -256,7 +264,7 @@ class RemoteSource:
         try:
             self._send(self.refresh_task(task_id))
         except ServerError as exc:
-            self._on_error(f"task {task_id}: {exc}")
+            self._report(f"task {task_id}: {exc}")
 
     def _on_connect(self) -> None:
         self._set_health(live=True, detail="")
@@ -273,7 +281,7 @@ class RemoteSource:
             try:
                 self._send(self.sync())
             except ServerError as exc:
-                self._on_error(str(exc))
+                self._report(str(exc))
                 self._set_health(status="unreachable" if exc.unreachable
                                  else f"http {exc.status}", detail=str(exc))
                 self._stop.wait(delay)
@@ -310,7 +318,7 @@ class RemoteSource:
             try:
                 agree = self.counts_agree()
             except ServerError as exc:
-                self._on_error(str(exc))
+                self._report(str(exc))
                 continue
             if not agree:
                 self._resync("a count that disagreed with /tasks/counts")
