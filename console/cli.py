@@ -30,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Live operator console for AI coding-agent orchestration "
                     "(reads and writes Bernstein's .sdd/ formats).",
     )
-    parser.add_argument("-C", dest="directory", metavar="DIR", default=".",
-                        help="the project directory (default: .)")
+    parser.add_argument("-C", dest="directory", metavar="DIR", default=None,
+                        help="the project directory (default: .); with --server, only its "
+                             "bernstein.yaml cascade ladder is read, for escalate")
     parser.add_argument("--read-only", action="store_true",
                         help="watch only: hide and refuse every operator action")
     parser.add_argument("--no-engine", action="store_true",
@@ -39,6 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--demo", action="store_true",
                         help="write the demo project to a temporary directory, run the engine "
                              "on it and open the console (no API keys needed)")
+    remote = parser.add_argument_group("attach to a Bernstein task server")
+    remote.add_argument("--server", metavar="URL",
+                        help="a Bernstein task server, e.g. http://127.0.0.1:8052, instead of a "
+                             "local .sdd/")
+    remote.add_argument("--token-file", metavar="FILE",
+                        help="file holding the server's bearer token (default: the "
+                             "BERNSTEIN_AUTH_TOKEN environment variable)")
+    remote.add_argument("--tenant", metavar="T", help="send X-Tenant-ID: T")
+    remote.add_argument("--insecure", action="store_true",
+                        help="do not verify the server's TLS certificate")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
@@ -299,7 +310,13 @@ def run(argv: Sequence[str] | None = None) -> int:
         app.run()
         print(f"the demo project stays in {target}", file=sys.stderr)
         return EXIT_OK
-    root = _project(args.directory)
+    if args.server is not None:
+        from console.cli_remote import run_remote
+
+        return run_remote(args)
+    if args.token_file or args.tenant or args.insecure:
+        raise UsageError("--token-file, --tenant and --insecure need --server URL")
+    root = _project(args.directory or ".")
     if args.command == "status":
         return cmd_status(root, args.json)
     if args.command == "init":

@@ -213,6 +213,20 @@ class Ticket:
     form: str = "yaml"  # yaml | front-matter | markdown
 
 
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A human decision a Bernstein task server waits for (`GET /approvals`)."""
+
+    task_id: str
+    title: str = ""
+    session_id: str = ""
+    mechanism: str = "task_review"  # task_review | pre_spawn (3.23.0)
+    diff: str = ""
+    test_summary: str = ""
+    prompt: str = ""
+    unblocks: str = ""
+
+
 from console.records import (  # noqa: E402 - re-exported: one import for every record type
     HUMAN_OUTCOMES,
     Attempt,
@@ -235,8 +249,8 @@ from console.records import (  # noqa: E402 - re-exported: one import for every 
 
 __all__ = [
     "HUMAN_OUTCOMES", "STATE_GLYPHS", "TERMINAL_STATES", "TRANSITIONS", "UNKNOWN_STATE_GLYPH",
-    "ArchiveRecord", "Attempt", "Chain", "CompletionSignal", "Decision", "EngineEvent",
-    "EngineStatus", "Experiment", "GateLine", "GateReport", "GateResult", "JudgeScore",
-    "PhaseGateEvent", "Problem", "Proposal", "Reflection", "Review", "SlaEvent", "Task",
-    "TaskMetric", "TaskState", "Ticket", "can_transition", "state_label",
+    "Approval", "ArchiveRecord", "Attempt", "Chain", "CompletionSignal", "Decision",
+    "EngineEvent", "EngineStatus", "Experiment", "GateLine", "GateReport", "GateResult",
+    "JudgeScore", "PhaseGateEvent", "Problem", "Proposal", "Reflection", "Review", "SlaEvent",
+    "Task", "TaskMetric", "TaskState", "Ticket", "can_transition", "state_label",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.model import (
+    Approval,
     ArchiveRecord,
     Chain,
     Decision,
@@ -33,7 +34,7 @@ from console.model import (
     Ticket,
 )
 from console.sdd import evolution_codec, metric_codec, task_codec
-from console.sdd.fields import RecordError
+from console.sdd.fields import RecordError, req_str, str_or
 from console.sdd.paths import Kind
 from console.sdd.tail import TailBatch
 from console.sdd.tickets import TicketError
@@ -141,6 +142,7 @@ class State:
         self.experiments: list[Experiment] = []
         self.tickets: dict[str, Ticket] = {}
         self.engine_status: EngineStatus | None = None
+        self.approvals: dict[str, Approval] = {}  # a task server's pending approvals
         self.engine_events: deque[EngineEvent] = deque(maxlen=MAX_ENGINE_EVENTS)
         self.engine_event_levels: Counter[str] = Counter()
         self.engine_event_total = 0  # ever added, so a reader can ask for "the new ones"
@@ -264,23 +266,30 @@ class State:
             self.engine_events.clear()
             self.engine_event_levels.clear()
 
+    def _put_task(self, task: Task, display: str, line: int | None, delta: Delta) -> None:
+        if task.state is None:
+            self._problem(Problem(display, line,
+                                  f"task {task.id}: unknown state '{task.status}' "
+                                  "(kept as written)"))
+            delta.sections.add("problems")
+        self._drop_task(task.id)
+        self._state_counts[task.status] += 1
+        self.tasks[task.id] = task
+        delta.upserts[task.id] = task
+        delta.removed.discard(task.id)
+
+    def _drop_task(self, task_id: str) -> bool:
+        old = self.tasks.pop(task_id, None)
+        if old is None:
+            return False
+        self._state_counts[old.status] -= 1
+        if not self._state_counts[old.status]:
+            del self._state_counts[old.status]
+        return True
+
     def _add(self, kind: Kind, record: Any, display: str, line: int, delta: Delta) -> None:
         if kind is Kind.TASKS:
-            task: Task = record
-            if task.state is None:
-                self._problem(Problem(display, line,
-                                      f"task {task.id}: unknown state '{task.status}' "
-                                      "(kept as written)"))
-                delta.sections.add("problems")
-            old = self.tasks.get(task.id)
-            if old is not None:
-                self._state_counts[old.status] -= 1
-                if not self._state_counts[old.status]:
-                    del self._state_counts[old.status]
-            self._state_counts[task.status] += 1
-            self.tasks[task.id] = task
-            delta.upserts[task.id] = task
-            delta.removed.discard(task.id)
+            self._put_task(record, display, line, delta)
             return
         delta.sections.add(SECTIONS[kind])
         if kind is Kind.ARCHIVE:
@@ -321,6 +330,93 @@ class State:
             self.engine_events.append(record)
             self.engine_event_levels[record.level] += 1
             self.engine_event_total += 1
+
+    # -- task server snapshots ---------------------------------------------------
+
+    def apply_server_tasks(self, display: str, records: list[Any], *,
+                           complete: bool) -> Delta:
+        """Task records as a task server returned them (its TaskResponse objects).
+
+        `complete`: these are all the tasks there are, so every task not among
+        them is removed, and `display`'s old problems are cleared. Only what
+        differs from the state goes into the Delta, so a full re-sync after a
+        stream gap costs the views nothing when nothing changed.
+        """
+        delta = Delta()
+        if complete and display in self._problems:
+            self._clear_problems(display)
+            delta.sections.add("problems")
+        seen: set[str] = set()
+        for index, raw in enumerate(records, 1):
+            try:
+                if not isinstance(raw, dict):
+                    raise RecordError(f"expected a task object, got {raw!r:.40}")
+                task = task_codec.decode_task(raw)
+            except RecordError as exc:
+                self._problem(Problem(display, index, str(exc)))
+                delta.sections.add("problems")
+                if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+                    seen.add(raw["id"])  # unreadable now is not gone: keep what we had
+                continue
+            seen.add(task.id)
+            if self.tasks.get(task.id) != task:
+                self._put_task(task, display, index, delta)
+        if complete:
+            for task_id in [t for t in self.tasks if t not in seen]:
+                self._drop_task(task_id)
+                delta.upserts.pop(task_id, None)
+                delta.removed.add(task_id)
+        return delta
+
+    def remove_task(self, task_id: str) -> Delta:
+        """The task server says this task no longer exists (for this tenant)."""
+        delta = Delta()
+        if self._drop_task(task_id):
+            delta.removed.add(task_id)
+        return delta
+
+    def apply_server_archive(self, display: str, records: list[Any]) -> Delta:
+        """The archive as a task server lists it (replaces what was there)."""
+        delta = Delta(sections={"archive"})
+        self.archive.clear()
+        self.archive_records = 0
+        self._clear_problems(display)
+        for index, raw in enumerate(records, 1):
+            try:
+                if not isinstance(raw, dict):
+                    raise RecordError(f"expected an archive record, got {raw!r:.40}")
+                record = task_codec.decode_archive(raw)
+            except RecordError as exc:
+                self._problem(Problem(display, index, str(exc)))
+                delta.sections.add("problems")
+                continue
+            self.archive[record.task_id] = record
+            self.archive_records += 1
+        return delta
+
+    def apply_server_approvals(self, display: str, items: list[Any]) -> Delta:
+        """A task server's pending approvals (replaces them); section "approvals"."""
+        delta = Delta()
+        found: dict[str, Approval] = {}
+        for index, raw in enumerate(items, 1):
+            try:
+                if not isinstance(raw, dict):
+                    raise RecordError(f"expected an approval object, got {raw!r:.40}")
+                approval = Approval(
+                    task_id=req_str(raw, "task_id"), title=str_or(raw, "task_title", ""),
+                    session_id=str_or(raw, "session_id", ""),
+                    mechanism=str_or(raw, "mechanism", "task_review"),
+                    diff=str_or(raw, "diff", ""), test_summary=str_or(raw, "test_summary", ""),
+                    prompt=str_or(raw, "prompt", ""), unblocks=str_or(raw, "unblocks", ""))
+            except RecordError as exc:
+                self._problem(Problem(display, index, str(exc)))
+                delta.sections.add("problems")
+                continue
+            found[approval.task_id] = approval
+        if found != self.approvals:
+            self.approvals = found
+            delta.sections.add("approvals")
+        return delta
 
     # -- whole-file kinds ------------------------------------------------------
 

@@ -77,12 +77,16 @@ class ConsoleApp(App[int]):
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
                  demo: bool = False, clock: Callable[[], float] = time.time,
-                 label: str | None = None) -> None:
+                 label: str | None = None, source: LocalSource | None = None,
+                 control: Callable[[], object] | None = None) -> None:
         super().__init__()
         self.demo = demo
         self.label = label  # shown instead of the project's path
         self.clock = clock
-        self.source = LocalSource(root)
+        # a task server's RemoteSource has the same surface, without local paths
+        self.source = source if source is not None else LocalSource(root)
+        self.local = source is None
+        self.control_factory = control
         self.read_only = read_only
         self.want_engine = engine and not read_only
         self.engine: Engine | None = None  # started in a thread; imported lazily
@@ -103,7 +107,7 @@ class ConsoleApp(App[int]):
         self._theme_ready = True
 
     def compose(self) -> ComposeResult:
-        where = (self.label or str(self.source.paths.root)) + (
+        where = (self.label or self.source.describe()) + (
             "  [read-only]" if self.read_only else "")
         if self.demo:
             where = "DEMO (scripted demo agent, no API keys) · " + where
@@ -202,7 +206,8 @@ class ConsoleApp(App[int]):
                                     table.row_count)
         show_table = message.exists and bool(table.rows)
         if not show_table and (message.loaded or not message.exists):
-            empty.update(empty_text(self.source.paths.root, message.exists))
+            empty.update(empty_text(self.source.paths.root, message.exists) if self.local
+                         else f"No tasks on {self.source.describe()} yet.")
         empty.display = not show_table
         if show_table and not table.display:
             for widget in ("#view-line", "#tasks", "#detail"):
@@ -229,7 +234,9 @@ class ConsoleApp(App[int]):
                         markup=False)
         if any(a.severity == "error" for a in message.alerts) and self.bell_on:
             self.bell()
-        self._main(StatusBar).show(message.header)
+        health = getattr(self.source, "health", None)
+        self._main(StatusBar).show(message.header, engine_line=health.line() if health
+                                   else None)
         self._show_sla()
         self._show_view_line()
         if isinstance(self.screen, (ProposalsScreen, ChainsScreen, QualityScreen)) \
@@ -275,7 +282,7 @@ class ConsoleApp(App[int]):
         self._refresh_log()
 
     def _refresh_log(self) -> None:
-        if self.selected is None:
+        if self.selected is None or not self.local:  # a server does not serve agent logs
             return
         with self.source.lock:
             task = self.source.state.tasks.get(self.selected)
@@ -371,6 +378,8 @@ class ConsoleApp(App[int]):
 
     def _control(self):  # type: ignore[no-untyped-def]
         """In a worker thread: the engine in this process, or whoever owns the project."""
+        if self.control_factory is not None:
+            return self.control_factory()
         if self.engine is not None:
             from console.engine.control import EngineControl
 
@@ -456,6 +465,9 @@ class ConsoleApp(App[int]):
             self.notify("copy: select a task first", severity="warning")
             return
         text = self.selected
+        if what == "worktree" and not self.local:
+            self.notify("worktrees live on the agents' hosts, not here", severity="warning")
+            return
         if what == "worktree":
             with self.source.lock:
                 task = self.source.state.tasks.get(self.selected)

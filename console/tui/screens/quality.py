@@ -82,7 +82,9 @@ class QualityScreen(Screen[None]):
         self.run_worker(self._read_budget, thread=True, exit_on_error=False)
 
     def _read_budget(self) -> None:
-        """bernstein.yaml is a file: read in a thread."""
+        """bernstein.yaml is a file: read in a thread (a task server has none here)."""
+        if not hasattr(self.source, "paths"):
+            return
         try:
             budget = parse_budget(load_config(self.source.paths.root).raw.get("budget"))
         except ConfigError:
