@@ -26,7 +26,7 @@ from console.demo.project import write_demo  # noqa: E402
 from tests.frozen_demo import FIXTURE, FROZEN_START  # noqa: E402
 
 SKIP_DIRS = {"worktrees", "caching", "inbox", "heartbeats", "trust", "attestations"}
-SKIP_SUFFIXES = (".pid", ".lock")
+SKIP_SUFFIXES = (".pid", ".lock", ".gitignore")  # a runtime/.gitignore would hide the logs
 EPOCH_RANGE = (1e9, 1e10)
 
 
