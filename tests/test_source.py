@@ -189,3 +189,17 @@ def test_engine_status_file_is_followed_and_a_broken_one_is_a_problem(project: P
     assert problem.file == ".sdd/runtime/engine_status.json" and "workers" in problem.reason
     status.unlink()
     assert "problems" in source.poll().sections and source.state.problems == []
+
+
+def test_a_long_task_log_streams_in_steps_and_the_last_record_wins(project: Path) -> None:
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i:05d}", "open", description="x" * 200)
+                    for i in range(3000)))
+    append(tasks, task_record("t00000", "done"))
+    steps = []
+    source = LocalSource(project)
+    source.load(on_step=steps.append)
+    task_steps = [s for s in steps if s.upserts]
+    assert len(task_steps) >= 2  # the first rows came before the whole log was read
+    assert len(task_steps[0].upserts) < 3000 and task_steps[0].upserts["t00000"].status == "open"
+    assert source.state.tasks["t00000"].status == "done" and len(source.state.tasks) == 3000

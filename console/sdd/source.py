@@ -23,6 +23,8 @@ from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, 
 
 #: bytes read per step of the initial load, so deltas stream to the console
 LOAD_STEP_BYTES = 8 * 1024 * 1024
+#: the first step of the task log is small: the first rows paint while the rest streams
+FIRST_TASKS_BYTES = 256 * 1024
 
 
 class LocalSource:
@@ -137,7 +139,11 @@ class LocalSource:
         return delta
 
     def load(self, on_step: Callable[[Delta], None] | None = None) -> Delta:
-        """Read everything: tasks first, then the rest in steps (each step to `on_step`)."""
+        """Read everything: tasks first, then the rest in steps (each step to `on_step`).
+
+        A task that changes later in the log may first show an earlier state for the
+        moment the load takes; the last record wins as soon as it is read.
+        """
         total = Delta()
 
         def step(delta: Delta) -> None:
@@ -145,7 +151,11 @@ class LocalSource:
                 on_step(delta)
             total.merge(delta)
 
-        step(self._read_jsonl(Kind.TASKS)[0])
+        delta, more = self._read_jsonl(Kind.TASKS, FIRST_TASKS_BYTES)
+        step(delta)
+        while more and not self._stop.is_set():
+            delta, more = self._read_jsonl(Kind.TASKS, LOAD_STEP_BYTES)
+            step(delta)
         step(self._engine_status())
         step(self._sync_dir(Kind.TICKET))
         for kind in JSONL_KINDS:

@@ -24,15 +24,8 @@ from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from console.tui import settings
-from console.tui.commands import ConsoleCommands
 from console.tui.keys import MAIN_BINDINGS
 from console.tui.messages import EngineStatus, SourceError, StateChanged
-from console.tui.screens.chains import ChainsScreen
-from console.tui.screens.confirm import ConfirmScreen
-from console.tui.screens.help import HelpScreen
-from console.tui.screens.problems import ProblemsScreen
-from console.tui.screens.proposals import ProposalsScreen
-from console.tui.screens.quality import QualityScreen
 from console.tui.styles import stylesheet
 from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.trace import Trace
@@ -68,12 +61,19 @@ def empty_text(root: Path, exists: bool) -> str:
     )
 
 
+def _console_commands():  # type: ignore[no-untyped-def]
+    """The palette provider, imported when the palette first opens (not at start-up)."""
+    from console.tui.commands import ConsoleCommands
+
+    return ConsoleCommands
+
+
 class ConsoleApp(App[int]):
     TITLE = "bernstein-tui"
     CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
     BINDINGS = MAIN_BINDINGS
     AUTO_FOCUS = "TaskTable"  # never the hidden filter box
-    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    COMMANDS = App.COMMANDS | {_console_commands}
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
                  demo: bool = False, clock: Callable[[], float] = time.time,
@@ -239,8 +239,9 @@ class ConsoleApp(App[int]):
                                    else None)
         self._show_sla()
         self._show_view_line()
-        if isinstance(self.screen, (ProposalsScreen, ChainsScreen, QualityScreen)) \
-                and message.sections & self.screen.SECTIONS:
+        # screens are imported when first opened: a screen that shows State says which
+        # sections it follows
+        if message.sections & getattr(self.screen, "SECTIONS", frozenset()):
             with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
                 self.screen.refresh_rows()
 
@@ -351,25 +352,37 @@ class ConsoleApp(App[int]):
         table.focus()
 
     def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
+        from console.tui.screens.proposals import ProposalsScreen
+
         screen = ProposalsScreen(self.source, self.read_only, selected=proposal_id)
         self.push_screen(screen)
         if then is not None:
             self.call_after_refresh(screen.run_action, then)
 
     def action_proposals(self) -> None:
+        from console.tui.screens.proposals import ProposalsScreen
+
         self.push_screen(ProposalsScreen(self.source, self.read_only))
 
     def action_chains(self) -> None:
+        from console.tui.screens.chains import ChainsScreen
+
         self.push_screen(ChainsScreen(self.source))
 
     def action_quality(self) -> None:
+        from console.tui.screens.quality import QualityScreen
+
         self.push_screen(QualityScreen(self.source, self.clock))
 
     def action_help(self) -> None:
+        from console.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.read_only))
 
     def action_problems(self) -> None:
+        from console.tui.screens.problems import ProblemsScreen
+
         with self.source.lock:
             problems = self.source.state.problems
         self.push_screen(ProblemsScreen(problems))
@@ -430,6 +443,8 @@ class ConsoleApp(App[int]):
             if yes:
                 self.act("escalate", lambda control: control.escalate(target))
 
+        from console.tui.screens.confirm import ConfirmScreen
+
         self.push_screen(ConfirmScreen(f"Escalate task {target}?",
                                        "Its next attempt runs on the next, more expensive "
                                        "model tier; a failed task is reopened for it."),
@@ -444,6 +459,8 @@ class ConsoleApp(App[int]):
             if yes:
                 self.act("cancel", lambda control: control.cancel(
                     target, "cancelled from the console"))
+
+        from console.tui.screens.confirm import ConfirmScreen
 
         self.push_screen(ConfirmScreen(f"Cancel task {target}?",
                                        "It and its subtasks are cancelled (terminal: it "
