@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=0.0,
                         help="keep profiling this long after the first paint")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out")
+    parser.add_argument("--show-all", action="store_true",
+                        help="keep Textual's and the standard library's frames in the report")
     args = parser.parse_args(argv)
     root = (dataset(args.dataset) if args.dataset in ("empty", "small", "large")
             else Path(args.dataset).resolve())
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     text_out = args.out / f"profile-{name}.txt"
     trace = workdir() / "profile-trace.jsonl"
     argv_ = [sys.executable, "-m", "pyinstrument", "-i", "0.001", "-r", "text",
+             *(["--show-all"] if args.show_all else []),
              "-o", str(text_out), "-m", "console", "-C", str(root),
              "--read-only"]
     screen = Screen(argv_, cwd=REPO, env={"BERNSTEIN_TUI_TRACE": str(trace)},

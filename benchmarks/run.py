@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks import (  # noqa: E402
     append_cost,
     bernstein_live,
+    burst,
     engine_throughput,
     first_paint,
     gate_cache,
@@ -33,6 +34,7 @@ from benchmarks.common import Figure, machine  # noqa: E402
 SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "first_paint": first_paint.run,
     "latency": latency.run,
+    "burst": burst.run,
     "append_cost": append_cost.run,
     "idle": idle.run,
     "engine": engine_throughput.run,

@@ -72,7 +72,10 @@ class Screen:
             while target not in self._found:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._done:
-                    raise TimeoutError(f"{needle!r} not on screen after {timeout} s")
+                    dump = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-screen-timeout.txt"
+                    dump.write_bytes(self._text[-20_000:])
+                    raise TimeoutError(f"{needle!r} not on screen after {timeout} s "
+                                       f"(what was, in {dump})")
                 self._cond.wait(left)
             return self._found[target]
 

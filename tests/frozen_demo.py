@@ -54,13 +54,15 @@ SHOTS: dict[str, tuple[tuple[str, ...], str]] = {
 
 async def settle(pilot, keys: tuple[str, ...], screen: str) -> None:  # type: ignore[no-untyped-def]
     """Wait for the whole recording to load, press the keys, wait for the screen."""
+    from console.tui.widgets.task_detail import TaskDetail
     from console.tui.widgets.task_table import TaskTable
 
     app = pilot.app
     expected = {json.loads(line)["id"] for line in
                 (FIXTURE / ".sdd" / "runtime" / "tasks.jsonl").read_text().splitlines()}
     for _ in range(400):
-        if app.loaded and app.query_one(TaskTable).row_count == len(expected):
+        if app.loaded and app.query_one(TaskTable).row_count == len(expected) \
+                and app.query_one(TaskDetail).active:
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)  # the first row's detail

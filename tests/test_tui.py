@@ -11,6 +11,7 @@ from pathlib import Path
 from console.sdd.fileio import append_jsonl
 from console.tui.app import ConsoleApp
 from console.tui.widgets.status_bar import StatusBar
+from console.tui.widgets.task_detail import TaskDetail
 from console.tui.widgets.task_table import TaskTable
 from tests.conftest import append, task_record
 
@@ -173,6 +174,7 @@ async def test_detail_tabs_and_actions_from_the_keyboard(project: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: set(table.task_ids) == {"f1", "o1"})
+        await wait_for(pilot, lambda: app.query_one(TaskDetail).active)  # built after the rows
         table.move_to("f1")
         await wait_for(pilot, lambda: app.selected == "f1")
         await wait_for(pilot, lambda: "unused import" in plain(

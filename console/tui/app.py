@@ -8,6 +8,7 @@ event loop reads a file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,24 @@ def empty_text(root: Path, exists: bool) -> str:
         "  bernstein run                   or run Bernstein itself in this directory\n\n"
         "The console is watching: it fills in as soon as .sdd/ appears."
     )
+
+
+def _while_up(method):  # type: ignore[no-untyped-def]
+    """A handler that can still fire while the app shuts down (a timer, a late message)
+    does nothing once it does; while the app runs, a missing widget is a real error."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.shutting_down:
+            return None
+        try:
+            return method(self, *args, **kwargs)
+        except (NoMatches, IndexError):
+            if self.shutting_down:
+                return None
+            raise
+
+    return wrapper
 
 
 def _console_commands():  # type: ignore[no-untyped-def]
@@ -114,9 +133,6 @@ class ConsoleApp(App[int]):
         yield StatusBar(where, id="status")
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
-            yield Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
-                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
-                        id="filter")
             yield Static("", id="view-line", markup=False)
             yield TaskTable(clock=self.clock, id="tasks")
             yield SlaStrip("", id="sla-strip")
@@ -190,13 +206,16 @@ class ConsoleApp(App[int]):
 
     # -- handlers on the event loop --------------------------------------------
 
+    @property
+    def shutting_down(self) -> bool:
+        return self._exit or self._closing or not self.screen_stack
+
     def _main(self, selector):  # type: ignore[no-untyped-def]
         """A widget of the main screen, whichever screen is on top."""
         return self.screen_stack[0].query_one(selector)
 
+    @_while_up
     def on_state_changed(self, message: StateChanged) -> None:
-        if not self.screen_stack or not self.screen_stack[0].is_mounted:
-            return  # shutting down
         table = self._main(TaskTable)
         empty = self._main("#empty")
         table.apply(message.rows)
@@ -210,10 +229,10 @@ class ConsoleApp(App[int]):
                          else f"No tasks on {self.source.describe()} yet.")
         empty.display = not show_table
         if show_table and not table.display:
-            for widget in ("#view-line", "#tasks", "#detail"):
+            for widget in ("#view-line", "#tasks"):
                 self._main(widget).display = True
-            if self.focused is None:
-                table.focus()
+            # the detail pane (tabs, five panes) is laid out after the rows are on screen
+            self.call_after_refresh(self._show_detail)
         elif not show_table and table.display:
             for widget in ("#view-line", "#tasks", "#detail"):
                 self._main(widget).display = False
@@ -245,6 +264,19 @@ class ConsoleApp(App[int]):
             with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
                 self.screen.refresh_rows()
 
+    async def _show_detail(self) -> None:
+        if self.shutting_down:
+            return
+        table = self._main(TaskTable)
+        if table.display:
+            detail = self._main(TaskDetail)
+            detail.display = True
+            await detail.activate()
+            self.call_after_refresh(self._select, self.selected)  # once the panes exist
+            if self.focused is None:
+                table.focus()
+
+    @_while_up
     def _every_second(self) -> None:
         self._show_sla()
 
@@ -270,18 +302,22 @@ class ConsoleApp(App[int]):
 
     # -- the selected task's detail ----------------------------------------------
 
+    @_while_up
     def on_task_table_highlighted(self, event: TaskTable.Highlighted) -> None:
         self._select(event.task_id)
 
+    @_while_up
     def on_task_table_view_changed(self, event: TaskTable.ViewChanged) -> None:
         self._show_view_line()
 
+    @_while_up
     def _select(self, task_id: str | None) -> None:
         self.selected = task_id
         with self.source.lock:
             self._main(TaskDetail).show(self.source.state, task_id)
         self._refresh_log()
 
+    @_while_up
     def _refresh_log(self) -> None:
         if self.selected is None or not self.local:  # a server does not serve agent logs
             return
@@ -294,15 +330,25 @@ class ConsoleApp(App[int]):
 
     def _read_log(self, path: Path) -> None:
         text = read_log_tail(path)
-        self.call_from_thread(self._main(TaskDetail).show_log, text)
+        self.call_from_thread(self._show_log_text, text)
+
+    @_while_up
+    def _show_log_text(self, text: str) -> None:
+        self._main(TaskDetail).show_log(text)
 
     # -- filter and sort -----------------------------------------------------------
 
     def action_filter(self) -> None:
-        box = self._main("#filter")
+        try:
+            box = self._main("#filter")
+        except NoMatches:  # made on first use: nothing to build at start-up
+            box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
+                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
+                        id="filter")
+            self._main("#body").mount(box, before=self._main("#view-line"))
         box.display = True
         box.value = self.filter_text
-        box.focus()
+        self.call_after_refresh(box.focus)
 
     def apply_filter(self, text: str) -> bool:
         """Filter the table; a term that means nothing is said, and the view kept."""
@@ -326,13 +372,13 @@ class ConsoleApp(App[int]):
             self._close_filter()
 
     def _close_filter(self) -> None:
-        box = self._main("#filter")
-        box.display = False
+        with contextlib.suppress(NoMatches):
+            self._main("#filter").display = False
         self._main(TaskTable).focus()
 
     def action_clear_filter(self) -> None:
-        box = self._main("#filter")
-        if box.display or self.filter_text:
+        box = self.screen_stack[0].query_one_optional("#filter")
+        if (box is not None and box.display) or self.filter_text:
             self.apply_filter("")
             self._close_filter()
 
@@ -499,6 +545,7 @@ class ConsoleApp(App[int]):
         self.notify(f"copied {text}\n(if your terminal ignores OSC 52, select it here)",
                     markup=False, timeout=8)
 
+    @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:
         self._main(StatusBar).show(engine_line=message.text)
 

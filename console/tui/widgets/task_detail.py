@@ -6,6 +6,7 @@ loop); the log is tailed by a thread worker and capped.
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -19,31 +20,50 @@ TABS = (("gates", "Gates"), ("chain", "Chain"), ("reflections", "Reflections"),
 
 
 class TaskDetail(Vertical):
+    """Empty until `activate()`: the tabs are built once the first rows are on screen,
+    so they never delay the first paint."""
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.task_id: str | None = None
+        self.active = False
+        self._activating = False
 
     def compose(self) -> ComposeResult:
+        if not self._activating:
+            return
         with TabbedContent(id="detail-tabs"):
             for key, title in TABS:
                 with TabPane(title, id=f"tab-{key}"), VerticalScroll():
                     yield Static(Text("Select a task.", style="italic"), id=f"detail-{key}")
 
+    async def activate(self) -> None:
+        if self.active or self._activating:
+            return
+        self._activating = True
+        await self.recompose()
+        self.active = True  # only now can show() find the panes
+
+    def _put(self, key: str, content: RenderableType) -> None:
+        pane = self.query_one_optional(f"#detail-{key}", Static)
+        if pane is not None:  # None for the moment the tabs are being built
+            pane.update(content)
+
     def show(self, state: State, task_id: str | None) -> None:
         """Redraw every tab but the log from the State (the caller holds its lock)."""
         self.task_id = task_id
+        if not self.active:
+            return  # drawn on activation
         task = state.tasks.get(task_id) if task_id else None
         if task is None:
             for key, _ in TABS[:-1]:
-                self.query_one(f"#detail-{key}", Static).update(Text("Select a task.",
-                                                                     style="italic"))
+                self._put(key, Text("Select a task.", style="italic"))
             return
-        self.query_one("#detail-gates", Static).update(view.gates_view(state, task.id))
-        self.query_one("#detail-chain", Static).update(view.chain_view(state, task))
-        self.query_one("#detail-reflections", Static).update(
-            view.reflections_view(list(state.reflections.get(task.id, []))))
-        self.query_one("#detail-review", Static).update(
-            view.review_view(list(state.reviews.get(task.id, []))))
+        self._put("gates", view.gates_view(state, task.id))
+        self._put("chain", view.chain_view(state, task))
+        self._put("reflections", view.reflections_view(list(state.reflections.get(task.id, []))))
+        self._put("review", view.review_view(list(state.reviews.get(task.id, []))))
 
     def show_log(self, text: str) -> None:
-        self.query_one("#detail-log", Static).update(Text(text))
+        if self.active:
+            self._put("log", Text(text))

@@ -48,7 +48,7 @@ class TaskTable(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "edge(0)", "First", show=False),
         Binding("end", "edge(1)", "Last", show=False),
-        Binding("s", "sort_next", "Sort"),
+        Binding("s", "sort_next", "Sort", show=False),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
     ]
 
