@@ -65,6 +65,39 @@ def test_gate_reports_and_tickets_follow_their_directories(project: Path) -> Non
     assert source.state.problems == [] and source.state.gate_reports == {}
 
 
+def test_poll_reads_only_the_directory_files_that_changed(project: Path) -> None:
+    gates = project / ".sdd" / "runtime" / "gates"
+
+    def report(task_id: str, status: str) -> None:
+        (gates / f"{task_id}.json").write_text(json.dumps({"task_id": task_id, "results": [
+            {"name": "lint", "status": status, "required": True}]}))
+
+    for index in range(30):
+        report(f"t{index}", "pass")
+    source = LocalSource(project)
+    reads: list[str] = []
+    original = source._read_gate_report
+
+    def counting(path: Path):  # type: ignore[no-untyped-def]
+        reads.append(path.name)
+        return original(path)
+
+    source._read_gate_report = counting  # type: ignore[method-assign]
+    source.load()
+    assert len(reads) == 30
+    reads.clear()
+    assert not source.poll() and reads == []  # nothing changed: nothing read
+    report("t3", "fail")  # rewritten in place, no event: the poll sees size/mtime move
+    os.utime(gates / "t3.json", ns=(1, 1))
+    report("t30", "pass")
+    (gates / "t5.json").unlink()
+    delta = source.poll()
+    assert sorted(reads) == ["t3.json", "t30.json", "t5.json"] and "gates" in delta.sections
+    assert source.state.gate_reports["t3"].results[0].status == "fail"
+    assert "t30" in source.state.gate_reports and "t5" not in source.state.gate_reports
+    assert len(source.state.gate_reports) == 30
+
+
 def test_pending_proposals_follow_bernsteins_review_rule(project: Path) -> None:
     evo = project / ".sdd" / "evolution"
 

@@ -68,3 +68,36 @@ def test_sdd_created_later_and_removed_is_followed(tmp_path: Path) -> None:
         assert source.state.tasks == {}
     finally:
         source.stop()
+
+
+def test_a_large_load_is_frozen_out_of_the_collectors_sight(project: Path,
+                                                              monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past FREEZE_AFTER_BYTES the loaded records are moved out of the collector's
+    generations (gc.freeze), so a full collection never scans them again."""
+    import gc
+
+    from console.sdd import watcher
+
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(task_record(f"t{i}")) + "\n" for i in range(300)))
+    gc.unfreeze()
+    monkeypatch.setattr(watcher, "FREEZE_AFTER_BYTES", tasks.stat().st_size)
+    source = LocalSource(project)
+    source.start(lambda delta: None)
+    try:
+        assert source.loaded.wait(10)
+        assert gc.get_freeze_count() > 0
+        task = source.state.tasks["t7"]
+        assert all(obj is not task for obj in gc.get_objects())  # not in any generation
+    finally:
+        source.stop()
+        gc.unfreeze()
+
+    small = LocalSource(project)  # under the threshold: left to the collector
+    monkeypatch.setattr(watcher, "FREEZE_AFTER_BYTES", 10 * tasks.stat().st_size)
+    small.start(lambda delta: None)
+    try:
+        assert small.loaded.wait(10)
+        assert gc.get_freeze_count() == 0
+    finally:
+        small.stop()

@@ -26,6 +26,12 @@ LOAD_STEP_BYTES = 8 * 1024 * 1024
 #: the first step of the task log is small: the first rows paint while the rest streams
 FIRST_TASKS_BYTES = 256 * 1024
 
+Signature = tuple[int, int, int, int]
+
+
+def _signature(info: os.stat_result) -> Signature:
+    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
+
 
 class LocalSource:
     """State from files under `root/.sdd/`, written by anyone."""
@@ -41,7 +47,7 @@ class LocalSource:
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self.loaded = threading.Event()
-        self._signatures: dict[Path, tuple[int, int, int, int]] = {}
+        self._signatures: dict[str, Signature] = {}  # by absolute path
 
     @property
     def exists(self) -> bool:
@@ -75,17 +81,17 @@ class LocalSource:
 
     def _read_if_changed(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
         """Re-read a whole-file kind only when its inode, size or mtime changed."""
+        key = str(path)
         try:
-            info = os.stat(path)
-            signature = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+            signature: Signature | None = _signature(os.stat(path))
         except OSError:
             signature = None
-        if signature is not None and self._signatures.get(path) == signature:
+        if signature is not None and self._signatures.get(key) == signature:
             return Delta()
         if signature is None:
-            self._signatures.pop(path, None)
+            self._signatures.pop(key, None)
         else:
-            self._signatures[path] = signature
+            self._signatures[key] = signature
         return self._guarded(path, read)
 
     def _read_gate_report(self, path: Path) -> Delta:
@@ -112,29 +118,44 @@ class LocalSource:
         with self.lock:
             return self.state.apply_ticket(display, parsed)
 
-    def _listing(self, directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
-        try:
-            names = os.listdir(directory)
-        except OSError:  # missing, not a directory, unreadable: nothing to list
-            return []
-        return sorted(directory / name for name in names
-                      if name.endswith(suffixes) and not name.startswith("."))
-
     def _sync_dir(self, kind: Kind) -> Delta:
-        """Re-list a directory kind: read new/changed files, drop vanished ones."""
+        """Re-list a directory kind: read new/changed files, drop vanished ones.
+
+        The quiet-time poll runs this every second, so an unchanged file costs one
+        stat and no Path: only what changed is read.
+        """
         delta = Delta()
+        suffixes: tuple[str, ...]
         if kind is Kind.GATE_REPORT:
-            found = self._listing(self.paths.gates_dir, (".json",))
+            directory, suffixes = self.paths.gates_dir, (".json",)
             reader = self._read_gate_report
         else:
-            found = self._listing(self.paths.backlog_open, TICKET_SUFFIXES)
+            directory, suffixes = self.paths.backlog_open, TICKET_SUFFIXES
             reader = self._read_ticket
+        shown = self.paths.display(directory) + os.sep  # the State's names for the files
+        full = str(directory) + os.sep
+        found: set[str] = set()
+        changed: list[str] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or not name.endswith(suffixes):
+                        continue
+                    found.add(shown + name)
+                    try:
+                        signature = _signature(entry.stat())
+                    except OSError:
+                        signature = None
+                    if signature is None or self._signatures.get(full + name) != signature:
+                        changed.append(name)
+        except OSError:  # missing, not a directory, unreadable: nothing to list
+            pass
+        for name in sorted(changed):
+            delta.merge(self._read_if_changed(directory / name, reader))
         with self.lock:
-            known = set(self.state.files_of(kind))
-        for path in found:
-            delta.merge(self._read_if_changed(path, reader))
-            known.discard(self.paths.display(path))
-        for display in known:
+            gone = set(self.state.files_of(kind)) - found
+        for display in sorted(gone):
             delta.merge(self._read_if_changed(self.paths.root / display, reader))
         return delta
 
@@ -178,10 +199,10 @@ class LocalSource:
         for path in paths:
             kind = self.paths.classify(path)
             if kind is Kind.GATE_REPORT:  # an event: read it even if it looks unchanged
-                self._signatures.pop(path, None)
+                self._signatures.pop(str(path), None)
                 delta.merge(self._read_if_changed(path, self._read_gate_report))
             elif kind is Kind.TICKET:
-                self._signatures.pop(path, None)
+                self._signatures.pop(str(path), None)
                 delta.merge(self._read_if_changed(path, self._read_ticket))
             elif kind is Kind.ENGINE_STATUS:
                 status = True
