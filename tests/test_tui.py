@@ -259,3 +259,25 @@ async def test_the_benchmark_trace_marks_rows_after_they_are_painted(project: Pa
     assert [m["ids"] for m in marks] == [["t1"], ["t2"]]
     assert [m["rows"] for m in marks] == [1, 2]
     assert marks[0]["t"] <= marks[1]["t"]
+
+
+async def test_header_keeps_every_state_count_whole_at_120_columns(project: Path) -> None:
+    """Every state at once: the counts wrap onto a third line, part by part; the engine
+    and cost line stays in sight and no count is cut in two."""
+    from console.model import TaskState, state_label
+
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i}", state.value) for i, state in enumerate(TaskState)))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.row_count == len(TaskState))
+        await pilot.pause(0.1)
+        bar = app.query_one(StatusBar)
+        lines = str(bar.render()).splitlines()
+        assert len(lines) == bar.size.height >= 3
+        assert all(len(line) <= bar.content_region.width for line in lines)
+        assert "engine: off (watching only)" in lines[0] and "cost $" in lines[0]
+        for state in TaskState:
+            assert any(f"{state_label(state.value)} 1" in line for line in lines), state
+        assert table.region.y == bar.size.height + 1  # the view line, then the table

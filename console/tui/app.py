@@ -114,6 +114,7 @@ class ConsoleApp(App[int]):
         self.loaded = False  # no "could not be read" toasts for what the first load finds
         self.selected: str | None = None
         self.filter_text = ""
+        self._view_line = ""
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
         self._alerts = AlertWatch()  # watcher thread only
@@ -297,7 +298,9 @@ class ConsoleApp(App[int]):
         if error:
             text = f"✗ {error}  ·  {shown}"
         line = self._main("#view-line")
-        line.update(text)
+        if text != self._view_line:
+            self._view_line = text
+            line.update(text, layout=False)  # one line, always
         line.set_class(bool(error), "-error")
 
     # -- the selected task's detail ----------------------------------------------

@@ -47,8 +47,19 @@ def strip_text(rows: Iterable[TaskRow], now: float, limit: int = STRIP_ROWS) -> 
 
 
 class SlaStrip(Static):
+    _shown: tuple[str, tuple[object, ...]] | None = None  # text and styles last shown
+
     def show(self, rows: Iterable[TaskRow], now: float) -> None:
+        """Called every second: repaints only when a countdown moved, and lays the
+        screen out again only when the strip gained or lost a line."""
         text = strip_text(rows, now)
         self.display = text is not None
-        if text is not None:
-            self.update(text)
+        if text is None:
+            return
+        shown = (text.plain, tuple(text.spans))  # Content's == compares the text only
+        if shown == self._shown:
+            return
+        same_height = self._shown is not None and (
+            self._shown[0].count("\n") == shown[0].count("\n"))
+        self._shown = shown
+        self.update(text, layout=not same_height)

@@ -1,21 +1,31 @@
-"""The header: where we are and tasks per state (glyph and word) on one line;
-the engine (workers busy/total, paused), cost so far, pending proposals and
-problems on the next."""
+"""The header: where we are, the engine (workers busy/total, paused), cost so far,
+pending proposals and problems, then the tasks per state (glyph and word).
+
+Each part is kept whole: the parts flow into lines of the header's width (two on
+most projects), so a project with every state on a narrow terminal gets a third
+line instead of a count cut in two or the engine pushed out of sight.
+"""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from textual import events
 from textual.widgets import Static
 
 from console.model import TaskState, state_label
 from console.tui.updates import Header
 
+PART_GAP = "  ·  "
+COUNT_GAP = "  "
 
-def counts_text(counts: dict[str, int]) -> str:
+
+def count_parts(counts: dict[str, int]) -> list[str]:
     total = sum(counts.values())
     known = [s.value for s in TaskState if counts.get(s.value)]
     unknown = sorted(k for k in counts if k not in known)
     parts = [f"{state_label(state)} {counts[state]}" for state in known + unknown]
-    return f"{total} tasks" + ("  ·  " + "  ".join(parts) if parts else "")
+    # the total goes with the first count, never alone at the end of a line
+    return [f"{total} tasks:" + (f"{COUNT_GAP}{parts[0]}" if parts else ""), *parts[1:]]
 
 
 def engine_text(header: Header, fallback: str) -> str:
@@ -27,30 +37,65 @@ def engine_text(header: Header, fallback: str) -> str:
             f"{paused}" + (f" · base {engine.base}" if engine.base else ""))
 
 
-def summary_text(where: str, header: Header, engine_line: str) -> str:
-    line2 = [engine_text(header, engine_line), f"cost ${header.cost_usd:.4f}"]
+def context_parts(where: str, header: Header, engine_line: str) -> list[str]:
+    parts = [where, engine_text(header, engine_line), f"cost ${header.cost_usd:.4f}"]
     if header.pending_proposals:
-        line2.append(f"! {header.pending_proposals} proposal"
+        parts.append(f"! {header.pending_proposals} proposal"
                      f"{'s' if header.pending_proposals != 1 else ''} pending (P)")
     if header.problems:
-        line2.append(f"⚠ {header.problems} problem{'s' if header.problems != 1 else ''} (p)")
-    return f"{where}  ·  {counts_text(header.counts)}\n" + "  ·  ".join(line2)
+        parts.append(f"⚠ {header.problems} problem{'s' if header.problems != 1 else ''} (p)")
+    return parts
+
+
+def pack(parts: list[tuple[str, str]], width: int) -> list[str]:
+    """(gap before it, part) pairs: whole parts, as many per line as fit in `width`
+    cells (a part wider than a line gets a line of its own, cut by the widget)."""
+    lines: list[str] = []
+    line = ""
+    for gap, part in parts:
+        joined = f"{line}{gap}{part}" if line else part
+        if line and cell_len(joined) > width:
+            lines.append(line)
+            line = part
+        else:
+            line = joined
+    if line:
+        lines.append(line)
+    return lines
+
+
+def summary_text(where: str, header: Header, engine_line: str, width: int) -> str:
+    counts = count_parts(header.counts)
+    parts = ([(PART_GAP, part) for part in context_parts(where, header, engine_line)]
+             + [(PART_GAP, counts[0])] + [(COUNT_GAP, part) for part in counts[1:]])
+    return "\n".join(pack(parts, width))
 
 
 class StatusBar(Static):
-    """Re-rendered from the header figures each batch carries."""
+    """Re-rendered from the header figures each batch carries, and on resize."""
 
     def __init__(self, where: str, **kwargs: object) -> None:
         super().__init__(where, markup=False, **kwargs)  # type: ignore[arg-type]
         self.where = where
         self.engine_line = "engine: off (watching only)"
         self.header = Header({}, 0, None, 0.0, 0)
+        self._text = ""
+
+    def _width(self) -> int:
+        width = self.content_region.width
+        return width if width > 0 else max(20, self.app.size.width - 2)
 
     def show(self, header: Header | None = None, engine_line: str | None = None) -> None:
         if header is not None:
             self.header = header
         if engine_line is not None:
             self.engine_line = engine_line
-        self.update(summary_text(self.where, self.header, self.engine_line))
+        text = summary_text(self.where, self.header, self.engine_line, self._width())
+        if text != self._text:  # most batches change no figure shown here
+            self._text = text
+            self.update(text)
         self.set_class(self.header.problems > 0, "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.show()
