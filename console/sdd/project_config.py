@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from console.model import Problem
 from console.sdd.fields import RecordError, float_or, int_or, opt_float, opt_str, str_tuple
 from console.sdd.fileio import read_regular_file
@@ -159,6 +157,8 @@ def load_config(root: Path) -> ProjectConfig:
     if data is None:
         return ProjectConfig()
     try:
+        import yaml  # here, not at start-up: most runs of the console never read it
+
         raw = yaml.safe_load(data.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"bernstein.yaml is not valid YAML: {str(exc).splitlines()[0]}") from None

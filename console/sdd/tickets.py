@@ -18,8 +18,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from console.model import Ticket
 from console.sdd.fields import (
     RecordError,
@@ -37,7 +35,6 @@ MAX_TICKET_BYTES = 1024 * 1024
 SCOPES = ("small", "medium", "large")
 COMPLEXITIES = ("low", "medium", "high")
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _BOLD_FIELD = re.compile(
     r"\*\*(role|priority|scope|complexity|model|effort|id):\*\*[ \t]*([^\n*]+)", re.IGNORECASE)
 
@@ -82,8 +79,16 @@ def _pin(value: str | None, unpinned: str) -> str | None:
     return None if not value or value.lower() == unpinned else value
 
 
+def _yaml():  # type: ignore[no-untyped-def]
+    """PyYAML, imported with the first ticket read: start-up does not pay for it."""
+    import yaml
+
+    return yaml
+
+
 def _load_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_SafeLoader)
+    yaml = _yaml()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
@@ -124,7 +129,7 @@ def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
         return TicketError(source, "front matter opened with '---' is never closed")
     try:
         fields = _load_yaml(text[3:end])
-    except yaml.YAMLError as exc:
+    except _yaml().YAMLError as exc:
         if heading(text):  # Bernstein falls back to the Markdown form
             return None
         return TicketError(source, f"front matter is not valid YAML: {_yaml_reason(exc)}")
@@ -149,7 +154,7 @@ def _markdown(source: str, text: str) -> Ticket | TicketError:
     return _from_fields(source, "markdown", fields, title, text.strip())
 
 
-def _yaml_reason(exc: yaml.YAMLError) -> str:
+def _yaml_reason(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     return f"{problem} (line {mark.line + 1})" if mark is not None else str(problem)
@@ -164,7 +169,7 @@ def _parse(source: str, text: str) -> Ticket | TicketError:
         return _markdown(source, stripped)
     try:
         fields = _load_yaml(stripped)
-    except yaml.YAMLError as exc:
+    except _yaml().YAMLError as exc:
         fields = None
         yaml_reason: str | None = _yaml_reason(exc)
     else:
@@ -200,7 +205,7 @@ def parse_ticket(data: bytes | str, source: str) -> Ticket | TicketError:
         return _parse(source, data)
     except RecordError as exc:
         return TicketError(source, str(exc))
-    except yaml.YAMLError as exc:
+    except _yaml().YAMLError as exc:
         return TicketError(source, f"not valid YAML: {_yaml_reason(exc)}")
     except Exception as exc:  # PyYAML raises KeyError & co. on odd explicit tags
         return TicketError(source, f"unreadable ticket: {type(exc).__name__}: {exc}")

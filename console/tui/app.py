@@ -21,7 +21,6 @@ from textual.widgets import Footer, Input, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.sdd.fileio import read_log_tail
-from console.sdd.project_config import ConfigError
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from console.tui import settings
@@ -165,6 +164,7 @@ class ConsoleApp(App[int]):
     def _start_engine(self) -> None:
         """In a thread: the engine's start does file and git work."""
         from console.engine.engine import Engine
+        from console.sdd.project_config import ConfigError
 
         try:
             engine = Engine(self.source.paths.root)

@@ -6,14 +6,17 @@ loop); the log is tailed by a thread worker and capped.
 
 from __future__ import annotations
 
-from rich.console import RenderableType
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static
 
-from console.sdd.state import State
-from console.tui import detail_render as view
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from console.sdd.state import State
 
 TABS = (("gates", "Gates"), ("chain", "Chain"), ("reflections", "Reflections"),
         ("review", "Review"), ("log", "Log"))
@@ -32,6 +35,9 @@ class TaskDetail(Vertical):
     def compose(self) -> ComposeResult:
         if not self._activating:
             return
+        # imported with the tabs, after the first paint, not at start-up
+        from textual.widgets import TabbedContent, TabPane
+
         with TabbedContent(id="detail-tabs"):
             for key, title in TABS:
                 with TabPane(title, id=f"tab-{key}"), VerticalScroll():
@@ -54,6 +60,8 @@ class TaskDetail(Vertical):
         self.task_id = task_id
         if not self.active:
             return  # drawn on activation
+        from console.tui import detail_render as view
+
         task = state.tasks.get(task_id) if task_id else None
         if task is None:
             for key, _ in TABS[:-1]:
