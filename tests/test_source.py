@@ -236,3 +236,44 @@ def test_a_long_task_log_streams_in_steps_and_the_last_record_wins(project: Path
     assert len(task_steps) >= 2  # the first rows came before the whole log was read
     assert len(task_steps[0].upserts) < 3000 and task_steps[0].upserts["t00000"].status == "open"
     assert source.state.tasks["t00000"].status == "done" and len(source.state.tasks) == 3000
+
+
+def test_a_long_load_waits_for_the_first_paint_then_streams_on(project: Path,
+                                                               monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past HOLD_IF_LEFT_BYTES still to read, the load hands over its first step and
+    waits until the console says those rows are on screen (or HOLD_FOR_PAINT_S)."""
+    import threading
+    import time
+
+    from console.sdd import source as source_module
+
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i:05d}", "open", description="x" * 200)
+                    for i in range(3000)))
+    monkeypatch.setattr(source_module, "HOLD_IF_LEFT_BYTES", 100_000)
+    monkeypatch.setattr(source_module, "HOLD_FOR_PAINT_S", 30.0)
+    source = LocalSource(project)
+    steps: list[int] = []
+    loader = threading.Thread(target=source.load,
+                              kwargs={"on_step": lambda d: steps.append(len(d.upserts))})
+    loader.start()
+    deadline = time.monotonic() + 10
+    while not steps and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert len(steps) == 1 and 0 < steps[0] < 3000  # the first step only, then it waits
+    assert not source.loaded.is_set()
+    source.shown.set()  # what the console does after the first rows' repaint
+    loader.join(10)
+    assert source.loaded.is_set() and len(source.state.tasks) == 3000
+
+    monkeypatch.setattr(source_module, "HOLD_FOR_PAINT_S", 0.2)
+    nobody = LocalSource(project)  # nobody says "shown": the load goes on by itself
+    started = time.monotonic()
+    nobody.load(on_step=lambda d: None)
+    assert len(nobody.state.tasks) == 3000 and time.monotonic() - started >= 0.2
+    small = LocalSource(project)  # nothing big left: no wait at all
+    monkeypatch.setattr(source_module, "HOLD_IF_LEFT_BYTES", 1 << 30)
+    monkeypatch.setattr(source_module, "HOLD_FOR_PAINT_S", 30.0)
+    small.load(on_step=lambda d: None)
+    assert small.loaded.is_set()

@@ -272,6 +272,7 @@ async def test_header_keeps_every_state_count_whole_at_120_columns(project: Path
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: table.row_count == len(TaskState))
+        await wait_for(pilot, app.source.shown.is_set)  # a long load would go on now
         await pilot.pause(0.1)
         bar = app.query_one(StatusBar)
         lines = str(bar.render()).splitlines()

@@ -76,6 +76,7 @@ class RemoteSource:
         self.state = State()
         self.lock = threading.RLock()
         self.loaded = threading.Event()
+        self.shown = threading.Event()  # the console's first rows are on screen (unused here)
         self.health = ServerHealth(client.where(""))
         self.server_counts: dict[str, int] = {}  # the last /tasks/counts answer
         self.events = events

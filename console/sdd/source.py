@@ -25,6 +25,9 @@ from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, 
 LOAD_STEP_BYTES = 8 * 1024 * 1024
 #: the first step of the task log is small: the first rows paint while the rest streams
 FIRST_TASKS_BYTES = 256 * 1024
+#: when more than this is left after the first step, the load waits for the first paint
+HOLD_IF_LEFT_BYTES = 8 * 1024 * 1024
+HOLD_FOR_PAINT_S = 1.0  # ... but never longer than this
 
 Signature = tuple[int, int, int, int]
 
@@ -47,6 +50,7 @@ class LocalSource:
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self.loaded = threading.Event()
+        self.shown = threading.Event()  # set by the console once the first rows are on screen
         self._signatures: dict[str, Signature] = {}  # by absolute path
 
     @property
@@ -174,6 +178,10 @@ class LocalSource:
 
         delta, more = self._read_jsonl(Kind.TASKS, FIRST_TASKS_BYTES)
         step(delta)
+        if on_step is not None and delta and self._left_to_load() > HOLD_IF_LEFT_BYTES:
+            # A long read competes with the first paint for the interpreter (the GIL):
+            # the console says when the first rows are on screen, and the rest follows.
+            self.shown.wait(HOLD_FOR_PAINT_S)
         while more and not self._stop.is_set():
             delta, more = self._read_jsonl(Kind.TASKS, LOAD_STEP_BYTES)
             step(delta)
@@ -189,6 +197,16 @@ class LocalSource:
         step(self._sync_dir(Kind.GATE_REPORT))
         self.loaded.set()
         return total
+
+    def _left_to_load(self) -> int:
+        """Bytes of JSONL not read yet (a stat per file)."""
+        left = 0
+        for kind, tail in self.tails.items():
+            try:
+                left += max(0, os.stat(self.paths.of(kind)).st_size - tail.offset)
+            except OSError:
+                continue
+        return left
 
     def refresh(self, paths: Iterable[Path]) -> Delta:
         """Re-read what these changed paths touch."""

@@ -232,6 +232,7 @@ class ConsoleApp(App[int]):
         if show_table and not table.display:
             for widget in ("#view-line", "#tasks"):
                 self._main(widget).display = True
+            self.call_after_refresh(self.source.shown.set)  # a long load may go on now
             # the detail pane (tabs, five panes) is laid out after the rows are on screen
             self.call_after_refresh(self._show_detail)
         elif not show_table and table.display:
