@@ -125,3 +125,32 @@ def test_scoping_follows_conftest_transitive_and_deleted_imports(tmp_path: Path)
     assert select_tests(tmp_path, ["tests/unit/conftest.py"]) == [
         "tests/unit/test_api.py", "tests/unit/test_json.py"]
     assert select_tests(tmp_path, [], ["pkg/gone.py"]) == ["tests/test_old.py"]
+
+
+def test_tool_fingerprint_reads_pip_launchers_and_asks_dispatchers(tmp_path: Path) -> None:
+    """A pip console-script launcher is fingerprinted by its file (pip rewrites it on
+    every upgrade) without being run; a shell dispatcher (pyenv, asdf) is asked for
+    `--version`, so a switch behind the same shim still invalidates the cache."""
+    import os
+    import sys
+
+    from console.engine.gates.base import _version_output, tool_fingerprint
+
+    ran = tmp_path / "ran"
+    launcher = tmp_path / "pytest"
+    launcher.write_text(f"#!{sys.executable}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\n"
+                        f"open({str(ran)!r}, 'w').close()\nfrom pytest import console_main\n"
+                        "if __name__ == '__main__':\n    sys.exit(console_main())\n")
+    launcher.chmod(0o755)
+    first = tool_fingerprint((str(launcher),))
+    assert not ran.exists()  # read, not run
+    os.utime(launcher, ns=(1, 1))  # what a reinstall does to it
+    assert tool_fingerprint((str(launcher),)) != first
+
+    shim = tmp_path / "mypy"
+    shim.write_text('#!/usr/bin/env bash\nprogram="${0##*/}"\necho "$program 1.0"\n')
+    shim.chmod(0o755)
+    assert tool_fingerprint((str(shim),)).endswith("mypy 1.0")
+    shim.write_text('#!/usr/bin/env bash\nprogram="${0##*/}"\necho "$program 2.0"\n')
+    _version_output.cache_clear()  # asked once per process; a new run asks again
+    assert tool_fingerprint((str(shim),)).endswith("mypy 2.0")

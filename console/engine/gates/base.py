@@ -73,8 +73,10 @@ def _version_output(argv: tuple[str, ...]) -> str:
 
 def tool_fingerprint(argv: tuple[str, ...]) -> str:
     """Identifies the installed tool so an upgrade invalidates cached verdicts: for
-    `python -m x` the distribution's version; a binary by its resolved file's size and
-    mtime; a small launcher script (a pyenv or asdf shim) by what `--version` prints."""
+    `python -m x` the distribution's version; a binary, or the launcher script pip
+    writes for a console entry point (rewritten on every upgrade), by its resolved
+    file's size and mtime; any other small launcher script (a pyenv or asdf shim,
+    which dispatches elsewhere) by what `--version` prints."""
     if len(argv) >= 3 and argv[1] == "-m":
         try:
             return f"{argv[2]}=={importlib.metadata.version(argv[2])}"
@@ -86,10 +88,11 @@ def tool_fingerprint(argv: tuple[str, ...]) -> str:
     try:
         info = os.stat(target)
         with open(target, "rb") as handle:
-            shim = info.st_size < 16384 and handle.read(2) == b"#!"
+            head = handle.read(1024)
     except OSError:
         return f"{target}:unknown"
-    if shim:
+    launcher = b"sys.exit(" in head and (b"\nimport " in head or b"\nfrom " in head)
+    if info.st_size < 16384 and head.startswith(b"#!") and not launcher:
         return f"{target}:{_version_output(argv)}"
     return f"{target}:{info.st_size}:{info.st_mtime_ns}"
 
