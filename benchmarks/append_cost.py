@@ -10,6 +10,7 @@ dir under /tmp and is deleted afterwards; it is skipped when /tmp has < 5 GB fre
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -35,6 +36,8 @@ def _fill(path: Path, size: int) -> None:
         while written < size:
             handle.write(data)
             written += len(data)
+        handle.flush()
+        os.fsync(handle.fileno())  # no writeback of the fill running under the samples
 
 
 def measure(size: int, repeats: int) -> tuple[list[float], float]:

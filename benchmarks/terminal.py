@@ -94,13 +94,11 @@ class Screen:
 
 
 def read_marks(path: Path) -> list[dict[str, Any]]:
+    """The marks written so far; a last line still being written is left for later."""
     if not path.exists():
         return []
-    marks = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            marks.append(json.loads(line))
-    return marks
+    lines = path.read_text(encoding="utf-8").split("\n")
+    return [json.loads(line) for line in lines[:-1] if line.strip()]
 
 
 def wait_trace(path: Path, predicate: Any, timeout: float = 60.0,

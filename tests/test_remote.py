@@ -514,6 +514,7 @@ async def test_the_console_on_a_server_follows_it_and_retries_from_the_keyboard(
         added = server.add("New from the API", "open")
         await ui_wait(pilot, lambda: added in table.task_ids, timeout=5)
         table.move_to(failed)
+        await ui_wait(pilot, lambda: app.selected == failed)  # what the operator sees first
         await pilot.press("r")
         await ui_wait(pilot, lambda: server.tasks[failed]["status"] == "open")
         await ui_wait(pilot, lambda: table.cell(failed, "state") == "○ open", timeout=5)

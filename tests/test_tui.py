@@ -114,6 +114,15 @@ async def test_an_empty_sdd_says_how_to_give_the_engine_work(project: Path) -> N
         empty = app.query_one("#empty")
         await wait_for(pilot, lambda: "No tasks yet" in str(empty.render()))
         assert "backlog/open" in str(empty.render())
+        # the footer comes in after that first paint, with its keys, though no focus
+        # or binding changed since
+        from textual.widgets import Footer
+
+        await wait_for(pilot, lambda: len(app.screen.query(Footer)) == 1)
+        footer = app.screen.query_one(Footer)
+        await wait_for(pilot, lambda: len(footer.children) > 0)
+        keys = {getattr(key, "key", None) for key in footer.children}
+        assert {"question_mark", "q"} <= keys and footer.region.y == 29
 
 
 async def test_the_console_runs_its_engine_and_shows_the_work(tmp_path: Path,

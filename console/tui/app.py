@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from console.engine.engine import Engine
 
 DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
+FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
 
 def empty_text(root: Path, exists: bool) -> str:
     if exists:
@@ -114,6 +115,7 @@ class ConsoleApp(App[int]):
         self.selected: str | None = None
         self.filter_text = ""
         self._view_line = ""
+        self._first_painted = False
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
         self._alerts = AlertWatch()  # watcher thread only
@@ -137,7 +139,8 @@ class ConsoleApp(App[int]):
             yield TaskTable(clock=self.clock, id="tasks")
             yield SlaStrip("", id="sla-strip")
             yield TaskDetail(id="detail")
-        yield Footer()
+        # the Footer (a widget per key, ~50 ms to lay out) is mounted right after the
+        # first paint: see _after_first_paint
 
     def on_mount(self) -> None:
         for widget in ("#view-line", "#tasks", "#sla-strip", "#detail"):
@@ -145,6 +148,7 @@ class ConsoleApp(App[int]):
         self._main(StatusBar).show(engine_line="engine: off (watching only)"
                                        if not self.want_engine else "engine: starting …")
         self.set_interval(1.0, self._every_second)
+        self.set_timer(FIRST_PAINT_FALLBACK_S, self._after_first_paint)  # if nothing comes
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
@@ -209,7 +213,8 @@ class ConsoleApp(App[int]):
 
     @property
     def shutting_down(self) -> bool:
-        return self._exit or self._closing or not self.screen_stack
+        # _running goes False first thing in App._shutdown (also a test's teardown)
+        return self._exit or self._closing or not self._running or not self.screen_stack
 
     def _main(self, selector):  # type: ignore[no-untyped-def]
         """A widget of the main screen, whichever screen is on top."""
@@ -229,10 +234,11 @@ class ConsoleApp(App[int]):
             empty.update(empty_text(self.source.paths.root, message.exists) if self.local
                          else f"No tasks on {self.source.describe()} yet.")
         empty.display = not show_table
+        if show_table or message.loaded or not message.exists:  # something to read is up
+            self.call_after_refresh(self._after_first_paint)
         if show_table and not table.display:
             for widget in ("#view-line", "#tasks"):
                 self._main(widget).display = True
-            self.call_after_refresh(self.source.shown.set)  # a long load may go on now
             # the detail pane (tabs, five panes) is laid out after the rows are on screen
             self.call_after_refresh(self._show_detail)
         elif not show_table and table.display:
@@ -265,6 +271,17 @@ class ConsoleApp(App[int]):
         if message.sections & getattr(self.screen, "SECTIONS", frozenset()):
             with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
                 self.screen.refresh_rows()
+
+    async def _after_first_paint(self) -> None:
+        """Once the first rows (or the empty screen) are on screen: a long load may go
+        on, and the footer comes in."""
+        if self.shutting_down or self._first_painted:
+            return
+        self._first_painted = True
+        self.source.shown.set()
+        main = self.screen_stack[0]
+        await main.mount(Footer())
+        main.refresh_bindings()  # a footer mounted late fills in on the next change only
 
     async def _show_detail(self) -> None:
         if self.shutting_down:
@@ -342,17 +359,17 @@ class ConsoleApp(App[int]):
 
     # -- filter and sort -----------------------------------------------------------
 
-    def action_filter(self) -> None:
+    async def action_filter(self) -> None:
         try:
             box = self._main("#filter")
         except NoMatches:  # made on first use: nothing to build at start-up
             box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
                                     "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
                         id="filter")
-            self._main("#body").mount(box, before=self._main("#view-line"))
+            await self._main("#body").mount(box, before=self._main("#view-line"))
         box.display = True
         box.value = self.filter_text
-        self.call_after_refresh(box.focus)
+        box.focus()  # now: the keys typed next are the filter's, never the table's
 
     def apply_filter(self, text: str) -> bool:
         """Filter the table; a term that means nothing is said, and the view kept."""
