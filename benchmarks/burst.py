@@ -41,7 +41,8 @@ def _burst(name: str) -> tuple[int, int, float, float]:
                 handle.flush()
             took = time.monotonic() - start
             ended = time.time()
-        shown = wait_trace(trace, lambda m: m["t"] >= ended and last_id in m["ids"], 30)
+        shown = wait_trace(trace, lambda m: m["event"] == "rows" and m["t"] >= ended
+                           and last_id in m["ids"], 30)
         time.sleep(1.0)
     finally:
         screen.close()

@@ -68,7 +68,8 @@ def measure(name: str, rate: float, count: int) -> list[float]:
     latencies = []
     for task_id, times in written.items():
         for at in times:
-            shown = [m["t"] for m in marks if m["t"] >= at and task_id in m["ids"]]
+            shown = [m["t"] for m in marks
+                     if m["event"] == "rows" and m["t"] >= at and task_id in m["ids"]]
             if shown:
                 latencies.append((min(shown) - at) * 1000)
     missing = sum(len(t) for t in written.values()) - len(latencies)

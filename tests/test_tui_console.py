@@ -158,3 +158,39 @@ async def test_ten_thousand_tasks_paint_and_scroll(project: Path) -> None:
         await pilot.press("3")  # failed only: a rebuild of the view, not of the rows
         await wait_for(pilot, lambda: table.row_count == 3_333)
         assert all(table.rows[i].status == "failed" for i in table.task_ids)
+
+
+async def test_a_change_redraws_only_its_own_line(project: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A changed row on screen is drawn again alone; a change below the fold draws no
+    row at all (the scrollbar moves); the content is still right when scrolled to."""
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i:03d}", "open", title=f"Task {i}") for i in range(100)))
+    drawn: list[int] = []
+    original = TaskTable.render_line
+
+    def counting(self, y):  # type: ignore[no-untyped-def]
+        drawn.append(y)
+        return original(self, y)
+
+    monkeypatch.setattr(TaskTable, "render_line", counting)
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.row_count == 100)
+        await wait_for(pilot, lambda: app.query_one("TaskDetail").active)
+        await pilot.pause(0.3)
+        drawn.clear()
+        append(tasks, task_record("t090", "failed", title="Task 90"))  # below the fold
+        await wait_for(pilot, lambda: table.rows["t090"].status == "failed")
+        await pilot.pause(0.2)
+        assert drawn == []
+        append(tasks, task_record("t003", "failed", title="Task 3"))  # the fourth row
+        await wait_for(pilot, lambda: table.rows["t003"].status == "failed")
+        await wait_for(pilot, lambda: bool(drawn))
+        await pilot.pause(0.2)
+        assert set(drawn) == {4}  # under the header line
+        await pilot.press("end")
+        await wait_for(pilot, lambda: table.current == "t099")
+        table.move_to("t090")
+        await pilot.pause(0.2)
+        assert table.cell("t090", "state") == "✗ failed"

@@ -92,8 +92,9 @@ class StatusBar(Static):
             self.engine_line = engine_line
         text = summary_text(self.where, self.header, self.engine_line, self._width())
         if text != self._text:  # most batches change no figure shown here
+            same_height = text.count("\n") == self._text.count("\n") and bool(self._text)
             self._text = text
-            self.update(text)
+            self.update(text, layout=not same_height)  # a new line: lay the screen out
         self.set_class(self.header.problems > 0, "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
 

@@ -17,7 +17,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -69,6 +69,7 @@ class TaskTable(ScrollView, can_focus=True):
         self._order: dict[str, None] = {}  # ids in the task log's order
         self.deadlined: set[str] = set()  # tasks with a deadline, for the SLA strip
         self.view: list[str] = []
+        self._pos: dict[str, int] = {}  # task id → its index in the view
         self.cursor = 0
         self.predicate: Predicate | None = None
         self.sort_key: str | None = None
@@ -118,14 +119,29 @@ class TaskTable(ScrollView, can_focus=True):
             if task_id not in self.rows:
                 self._order[task_id] = None
                 if plain and not removed:
+                    self._pos[task_id] = len(self.view)
                     self.view.append(task_id)
             self.rows[task_id] = row
         if plain and not removed:
             self._resized()
             self._follow_cursor()
+            # only the lines on screen whose rows changed are drawn again (a change below
+            # the fold moves the scrollbar only)
+            lines = [line for line in (self._line_of(task_id) for task_id in rows)
+                     if line is not None]
+            if lines:
+                self.refresh(*lines)
         else:
             self._schedule_rebuild(at_once=removed and plain)
-        self.refresh()
+            self.refresh()
+
+    def _line_of(self, task_id: str) -> Region | None:
+        """The screen line a task's row is on, None when it is not on screen."""
+        index = self._pos.get(task_id)
+        top = int(self.scroll_y)
+        if index is None or not top <= index < top + self.size.height - 1:
+            return None
+        return Region(0, index - top + 1, self.size.width, 1)
 
     def set_view(self, predicate: Predicate | None, sort_key: str | None,
                  reverse: bool) -> None:
@@ -148,11 +164,9 @@ class TaskTable(ScrollView, can_focus=True):
             key = SORT_KEYS[self.sort_key]
             view.sort(key=lambda i: key(self.rows[i]), reverse=self.reverse)  # type: ignore[arg-type, return-value]
         self.view = view
-        if keep is not None and keep in self.rows:
-            try:
-                self.cursor = view.index(keep)
-            except ValueError:
-                self.cursor = min(self.cursor, max(0, len(view) - 1))
+        self._pos = {task_id: index for index, task_id in enumerate(view)}
+        if keep is not None and keep in self._pos:
+            self.cursor = self._pos[keep]
         else:
             self.cursor = min(self.cursor, max(0, len(view) - 1))
         self._resized()
@@ -182,10 +196,9 @@ class TaskTable(ScrollView, can_focus=True):
     # -- cursor and scrolling --------------------------------------------------
 
     def move_to(self, task_id: str) -> bool:
-        try:
-            self.cursor = self.view.index(task_id)
-        except ValueError:
+        if task_id not in self._pos:
             return False
+        self.cursor = self._pos[task_id]
         self._scroll_to_cursor()
         self._follow_cursor()
         self.refresh()
