@@ -16,6 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from textual.widgets import Footer  # noqa: E402
+
 from console.tui.app import ConsoleApp  # noqa: E402
 from tests.frozen_demo import SHOTS, SIZE, frozen_app, settle  # noqa: E402
 
@@ -38,10 +40,13 @@ async def main(out: Path) -> None:
         fresh.mkdir()
         app = ConsoleApp(fresh, label="a new project")
         async with app.run_test(size=SIZE) as pilot:
-            for _ in range(200):
-                if "No .sdd/" in str(app.query_one("#empty").render()):
+            for _ in range(200):  # the text, then the footer that follows it in
+                footer = app.screen.query(Footer)
+                if "No .sdd/" in str(app.query_one("#empty").render()) and footer \
+                        and footer.first().children:
                     break
                 await pilot.pause(0.05)
+            await pilot.pause(0.1)
             app.save_screenshot(filename="no-sdd.svg", path=str(out))
         print(f"wrote {out / 'no-sdd.svg'}")
 

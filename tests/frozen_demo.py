@@ -60,9 +60,12 @@ async def settle(pilot, keys: tuple[str, ...], screen: str) -> None:  # type: ig
     app = pilot.app
     expected = {json.loads(line)["id"] for line in
                 (FIXTURE / ".sdd" / "runtime" / "tasks.jsonl").read_text().splitlines()}
+    from textual.widgets import Footer
+
     for _ in range(400):
+        footer = app.screen.query(Footer)  # mounted after the first paint
         if app.loaded and app.query_one(TaskTable).row_count == len(expected) \
-                and app.query_one(TaskDetail).active:
+                and app.query_one(TaskDetail).active and footer and footer.first().children:
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)  # the first row's detail

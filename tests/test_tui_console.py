@@ -194,3 +194,41 @@ async def test_a_change_redraws_only_its_own_line(project: Path, monkeypatch) ->
         table.move_to("t090")
         await pilot.pause(0.2)
         assert table.cell("t090", "state") == "✗ failed"
+
+
+async def test_every_screen_opens_with_the_keyboard_on_its_content(tmp_path: Path) -> None:
+    """The app's AUTO_FOCUS names the task table; a pushed screen names its own, so ↑/↓
+    work at once: in proposals ↓ selects the next proposal, also after a modal."""
+    from console.engine.evolution import Proposal, record_proposal, unified_diff
+    from console.sdd.paths import SddPaths
+    from console.tui.screens.confirm import ConfirmScreen
+    from tests.test_evolution import CONFIG, make_project
+
+    root = make_project(tmp_path)
+    for pid in ("EVO-a", "EVO-b"):
+        record_proposal(SddPaths(root), Proposal(
+            pid, f"Proposal {pid}", "policy_update", "because", 0.8, ("bernstein.yaml",),
+            unified_diff("bernstein.yaml", CONFIG, CONFIG + f"# {pid}\n")),
+            "human_review_4h", "L2 — review")
+    app = ConsoleApp(root, engine=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.loaded)
+        for key, screen in (("C", ChainsScreen), ("Q", QualityScreen),
+                            ("question_mark", HelpScreen)):
+            await pilot.press(key)
+            await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))
+            await wait_for(pilot, lambda: app.focused is not None)
+            assert app.focused.screen is app.screen
+            await pilot.press("escape")
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, ProposalsScreen))
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.selected == "EVO-a" and app.focused is not None)
+        await pilot.press("down")
+        await wait_for(pilot, lambda: screen.selected == "EVO-b")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.press("up")
+        await wait_for(pilot, lambda: screen.selected == "EVO-a")

@@ -10,6 +10,7 @@ from textual.widgets import Button, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
+    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, effect: str) -> None:

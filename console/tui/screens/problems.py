@@ -12,6 +12,7 @@ from console.model import Problem
 
 
 class ProblemsScreen(Screen[None]):
+    AUTO_FOCUS = "DataTable"  # the app's own ("TaskTable") would leave nothing focused here
     BINDINGS = [Binding("escape,p,q", "app.pop_screen", "Back")]
 
     def __init__(self, problems: list[Problem]) -> None:

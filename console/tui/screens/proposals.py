@@ -90,6 +90,7 @@ class ReasonScreen(ModalScreen[str | None]):
 
 
 class ProposalsScreen(Screen[None]):
+    AUTO_FOCUS = "#proposals-table"  # the app's own ("TaskTable") would leave nothing focused here
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
                 Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
