@@ -101,3 +101,50 @@ def test_a_large_load_is_frozen_out_of_the_collectors_sight(project: Path,
         assert gc.get_freeze_count() == 0
     finally:
         small.stop()
+
+
+BURST_WRITER = """
+import json, sys, time
+from pathlib import Path
+path = Path(sys.argv[1])
+started = time.monotonic()
+with open(path, "a", encoding="utf-8") as handle:
+    for i in range(int(sys.argv[2])):
+        handle.write(json.dumps(json.loads(sys.argv[3]) | {"id": f"b{i}"}) + "\\n")
+        handle.flush()
+        time.sleep(0.001)
+print(time.monotonic() - started)
+"""
+
+
+def test_a_burst_reaches_the_callback_in_slices_and_loses_nothing(project: Path) -> None:
+    """Writes a millisecond apart from another process: in a burst the watcher reads at
+    most once per BURST_SLICE_S, so the deltas (and the console's repaints) are few."""
+    from console.sdd.watcher import BURST_SLICE_S
+
+    deltas: queue.Queue[Delta] = queue.Queue()
+    source = LocalSource(project)
+    source.start(deltas.put)
+    try:
+        assert source.loaded.wait(5)
+        while not deltas.empty():
+            deltas.get()
+        tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+        writer = subprocess.run(
+            [sys.executable, "-c", BURST_WRITER, str(tasks), "400",
+             json.dumps(task_record("x"))], capture_output=True, text=True, timeout=60)
+        assert writer.returncode == 0, writer.stderr
+        took = float(writer.stdout)
+        want = {f"b{i}" for i in range(400)}
+        seen: set[str] = set()
+        batches = 0
+        while not want <= seen:
+            delta = deltas.get(timeout=10)
+            if delta.upserts:
+                batches += 1
+                seen |= delta.upserts.keys()
+        # one batch may start the burst, one may end it; the rest are slices
+        assert batches <= took / BURST_SLICE_S + 3, (batches, took)
+        assert len(source.state.tasks) == 400
+    finally:
+        source.stop()
