@@ -75,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only or list(SUITES):
         began = time.monotonic()
         print(f"[{name}] …", file=sys.stderr, flush=True)
-        figures += SUITES[name](args.quick)
+        try:
+            figures += SUITES[name](args.quick)
+        except Exception as exc:  # one broken suite must not lose the others' figures
+            print(f"[{name}] failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            figures.append(Figure(f"{name}: failed", "", [float("nan")],
+                                  notes={"failed": f"{type(exc).__name__}: {exc}"}))
         print(f"[{name}] {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
     print(f"machine: {machine()}")
     print_table(figures)
