@@ -103,6 +103,7 @@ class Server:
                 break
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
                     raise RuntimeError(
                         f"bernstein serve did not come up (log: {self.log.name})") from None
                 time.sleep(0.5)

@@ -232,3 +232,20 @@ async def test_every_screen_opens_with_the_keyboard_on_its_content(tmp_path: Pat
         await wait_for(pilot, lambda: app.screen is screen)
         await pilot.press("up")
         await wait_for(pilot, lambda: screen.selected == "EVO-a")
+
+
+async def test_a_task_removed_while_sorted_leaves_the_view_at_once(project: Path) -> None:
+    """With a sort on, the view is rebuilt in a coalesced step; a removal must not wait
+    for it (drawing a removed task found no row)."""
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    append(tasks, *(task_record(f"t{i}", "open", priority=i % 3) for i in range(6)))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await wait_for(pilot, lambda: table.row_count == 6)
+        await pilot.press("s", "s", "s")
+        await wait_for(pilot, lambda: table.sort_key == "priority")
+        tasks.write_text(json.dumps(task_record("t1", "done")) + "\n")  # the rest are gone
+        await wait_for(pilot, lambda: table.task_ids == ["t1"])
+        await pilot.pause(0.2)
+        assert app.return_code is None and table.cell("t1", "state") == "✓ done"

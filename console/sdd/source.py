@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -181,7 +182,10 @@ class LocalSource:
         if on_step is not None and delta and self._left_to_load() > HOLD_IF_LEFT_BYTES:
             # A long read competes with the first paint for the interpreter (the GIL):
             # the console says when the first rows are on screen, and the rest follows.
-            self.shown.wait(HOLD_FOR_PAINT_S)
+            deadline = time.monotonic() + HOLD_FOR_PAINT_S
+            while not (self.shown.wait(0.05) or self._stop.is_set()
+                       or time.monotonic() > deadline):
+                pass
         while more and not self._stop.is_set():
             delta, more = self._read_jsonl(Kind.TASKS, LOAD_STEP_BYTES)
             step(delta)

@@ -369,7 +369,7 @@ class ConsoleApp(App[int]):
             await self._main("#body").mount(box, before=self._main("#view-line"))
         box.display = True
         box.value = self.filter_text
-        box.focus()  # now: the keys typed next are the filter's, never the table's
+        box.screen.set_focus(box)  # now (focus() is queued): the next keys are the filter's
 
     def apply_filter(self, text: str) -> bool:
         """Filter the table; a term that means nothing is said, and the view kept."""

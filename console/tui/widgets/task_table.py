@@ -132,7 +132,8 @@ class TaskTable(ScrollView, can_focus=True):
             if lines:
                 self.refresh(*lines)
         else:
-            self._schedule_rebuild(at_once=removed and plain)
+            # a removed task must leave the view now: drawing it would find no row
+            self._schedule_rebuild(at_once=removed)
             self.refresh()
 
     def _line_of(self, task_id: str) -> Region | None:
