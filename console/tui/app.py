@@ -395,7 +395,9 @@ class ConsoleApp(App[int]):
     def _close_filter(self) -> None:
         with contextlib.suppress(NoMatches):
             self._main("#filter").display = False
-        self._main(TaskTable).focus()
+        table = self._main(TaskTable)
+        table.screen.set_focus(table)  # at once, like the filter box's: no queued focus
+        # left to land after a quick `/` has focused the box again
 
     def action_clear_filter(self) -> None:
         box = self.screen_stack[0].query_one_optional("#filter")
