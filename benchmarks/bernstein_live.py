@@ -16,7 +16,6 @@ for at $BERNSTEIN_BIN or /tmp/bern-venv/bin/bernstein, and port 8052 free (the p
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -25,12 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from benchmarks.common import REPO, Figure
 from benchmarks.terminal import Screen, wait_trace
+from console.remote.client import ServerClient, ServerError
 
 CANDIDATES = (os.environ.get("BERNSTEIN_BIN", ""), "/tmp/bern-venv/bin/bernstein")
 PORT = 8052  # `bernstein live` has no option for another server
@@ -52,19 +50,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _api(url: str, token: str, method: str, path: str, body: object = None) -> int:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
 
 
 class Server:
@@ -96,12 +81,13 @@ class Server:
             [str(binary), "serve", "--host", "127.0.0.1", "--port", str(PORT)],
             cwd=self.project, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
+        self.client = ServerClient(self.url, token=self.token)  # the console's own client
         deadline = time.monotonic() + 120
         while True:
             try:
-                urllib.request.urlopen(self.url + "/health", timeout=1).close()
+                self.client.health()
                 break
-            except OSError:
+            except ServerError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     raise RuntimeError(
@@ -109,14 +95,14 @@ class Server:
                 time.sleep(0.5)
 
     def load(self, count: int) -> None:
-        for index in range(count):
-            status = _api(self.url, self.token, "POST", "/tasks", {
+        for index in range(count):  # a refusal (e.g. 429 past the quota) is a ServerError
+            self.client.request("POST", "/tasks", body={
                 "title": f"{TITLE} {index:05d}", "description": "benchmark task",
-                "role": ("backend", "qa", "docs")[index % 3]})
-            if status != 201:
-                raise RuntimeError(f"POST /tasks answered {status}")
+                "role": ("backend", "qa", "docs")[index % 3]}, ok=(201,))
 
     def stop(self) -> None:
+        if hasattr(self, "client"):
+            self.client.close()
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -162,7 +148,7 @@ def run(quick: bool) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix="bench-bernstein-") as tmp:
         try:
             server = Server(binary, Path(tmp))
-        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        except (OSError, RuntimeError, ServerError, subprocess.SubprocessError) as exc:
             return [Figure(NAME, "ms", [float("nan")],
                            notes={"skipped": f"{binary} could not serve: {exc}"})]
         try:

@@ -24,12 +24,14 @@ from console.sdd.fileio import read_log_tail
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from console.tui import settings
+from console.tui.actions import OperatorActions
 from console.tui.keys import MAIN_BINDINGS
 from console.tui.messages import EngineStatus, SourceError, StateChanged
 from console.tui.styles import stylesheet
 from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.trace import Trace
 from console.tui.updates import AlertWatch, header_of, rows_for
+from console.tui.widgets.lines import Lines
 from console.tui.widgets.sla_strip import SlaStrip
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_detail import TaskDetail
@@ -87,7 +89,7 @@ def _console_commands():  # type: ignore[no-untyped-def]
     return ConsoleCommands
 
 
-class ConsoleApp(App[int]):
+class ConsoleApp(OperatorActions, App[int]):
     TITLE = "bernstein-tui"
     CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
     BINDINGS = MAIN_BINDINGS
@@ -114,7 +116,6 @@ class ConsoleApp(App[int]):
         self.loaded = False  # no "could not be read" toasts for what the first load finds
         self.selected: str | None = None
         self.filter_text = ""
-        self._view_line = ""
         self._first_painted = False
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
@@ -135,7 +136,7 @@ class ConsoleApp(App[int]):
         yield StatusBar(where, id="status")
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
-            yield Static("", id="view-line", markup=False)
+            yield Lines("", id="view-line", markup=False)
             yield TaskTable(clock=self.clock, id="tasks")
             yield SlaStrip("", id="sla-strip")
             yield TaskDetail(id="detail")
@@ -291,7 +292,9 @@ class ConsoleApp(App[int]):
             detail = self._main(TaskDetail)
             detail.display = True
             await detail.activate()
-            self.call_after_refresh(self._select, self.selected)  # once the panes exist
+            # once the panes exist, whichever task is selected by then: a Highlighted
+            # handled meanwhile must not be undone by the selection seen here
+            self.call_after_refresh(lambda: self._select(self.selected))
             if self.focused is None:
                 table.focus()
 
@@ -316,9 +319,7 @@ class ConsoleApp(App[int]):
         if error:
             text = f"✗ {error}  ·  {shown}"
         line = self._main("#view-line")
-        if text != self._view_line:
-            self._view_line = text
-            line.update(text, layout=False)  # one line, always
+        line.show_lines(text)
         line.set_class(bool(error), "-error")
 
     # -- the selected task's detail ----------------------------------------------
@@ -455,118 +456,6 @@ class ConsoleApp(App[int]):
         with self.source.lock:
             problems = self.source.state.problems
         self.push_screen(ProblemsScreen(problems))
-
-    # -- operator actions ------------------------------------------------------
-
-    def _control(self):  # type: ignore[no-untyped-def]
-        """In a worker thread: the engine in this process, or whoever owns the project."""
-        if self.control_factory is not None:
-            return self.control_factory()
-        if self.engine is not None:
-            from console.engine.control import EngineControl
-
-            return EngineControl(self.engine)
-        from console.engine.control import local_control
-
-        return local_control(self.source.paths.root)
-
-    def act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
-        """An operator action in a worker thread; its real outcome is shown."""
-        if self.read_only:
-            self.notify(f"{name} refused: the console is read-only", severity="warning")
-            return
-
-        def work() -> None:
-            try:
-                outcome = call(self._control())
-            except Exception as exc:  # a refused owner, a broken project: said, not raised
-                self.call_from_thread(self.notify, f"{name}: {exc}", severity="error",
-                                      markup=False)
-                return
-            self.call_from_thread(self.notify, outcome.message, markup=False,
-                                  severity="information" if outcome.ok else "error",
-                                  timeout=6)
-
-        self.run_worker(work, thread=True, group="actions", exit_on_error=False)
-
-    def _target(self, action: str, task_id: str | None = None) -> str | None:
-        if self.read_only:
-            self.notify(f"{action} refused: the console is read-only", severity="warning")
-            return None
-        task_id = task_id or self.selected
-        if task_id is None:
-            self.notify(f"{action}: select a task first", severity="warning")
-        return task_id
-
-    def action_retry(self, task_id: str | None = None) -> None:
-        target = self._target("retry", task_id)
-        if target is not None:
-            self.act("retry", lambda control: control.retry(target))
-
-    def action_escalate(self, task_id: str | None = None) -> None:
-        target = self._target("escalate", task_id)
-        if target is None:
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.act("escalate", lambda control: control.escalate(target))
-
-        from console.tui.screens.confirm import ConfirmScreen
-
-        self.push_screen(ConfirmScreen(f"Escalate task {target}?",
-                                       "Its next attempt runs on the next, more expensive "
-                                       "model tier; a failed task is reopened for it."),
-                         answered)
-
-    def action_cancel_task(self, task_id: str | None = None) -> None:
-        target = self._target("cancel", task_id)
-        if target is None:
-            return
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.act("cancel", lambda control: control.cancel(
-                    target, "cancelled from the console"))
-
-        from console.tui.screens.confirm import ConfirmScreen
-
-        self.push_screen(ConfirmScreen(f"Cancel task {target}?",
-                                       "It and its subtasks are cancelled (terminal: it "
-                                       "cannot be retried) and a running agent is killed."),
-                         answered)
-
-    def action_pause(self) -> None:
-        """Pause a running engine, or resume a paused one."""
-        with self.source.lock:
-            engine = self.source.state.engine_status
-        if engine is not None and engine.running and engine.paused:
-            self.act("resume", lambda control: control.resume())
-        else:
-            self.act("pause", lambda control: control.pause())
-
-    def action_copy(self, what: str) -> None:
-        """Copy the selected task's id or worktree path (OSC 52), and show it too."""
-        if self.selected is None:
-            self.notify("copy: select a task first", severity="warning")
-            return
-        text = self.selected
-        if what == "worktree" and not self.local:
-            self.notify("worktrees live on the agents' hosts, not here", severity="warning")
-            return
-        if what == "worktree":
-            with self.source.lock:
-                task = self.source.state.tasks.get(self.selected)
-            session = task.metadata.get("session") if task else None
-            worktree = self.source.paths.sdd / "worktrees" / str(session)
-            if not session or task is None or task.is_terminal:
-                self.notify(f"task {self.selected} has no worktree now (one exists only "
-                            "while an attempt runs)", severity="warning")
-                return
-            text = str(worktree)
-        self.copy_to_clipboard(text)
-        self.notify(f"copied {text}\n(if your terminal ignores OSC 52, select it here)",
-                    markup=False, timeout=8)
 
     @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from textual.content import Content
-from textual.widgets import Static
 
 from console.tui.task_rows import TaskRow, countdown
+from console.tui.widgets.lines import Lines
 
 STRIP_ROWS = 4
 BAR_WIDTH = 20
@@ -46,20 +46,10 @@ def strip_text(rows: Iterable[TaskRow], now: float, limit: int = STRIP_ROWS) -> 
     return Content.assemble(*parts)
 
 
-class SlaStrip(Static):
-    _shown: tuple[str, tuple[object, ...]] | None = None  # text and styles last shown
-
+class SlaStrip(Lines):
     def show(self, rows: Iterable[TaskRow], now: float) -> None:
-        """Called every second: repaints only when a countdown moved, and lays the
-        screen out again only when the strip gained or lost a line."""
+        """Called every second: repaints only when a countdown moved."""
         text = strip_text(rows, now)
         self.display = text is not None
-        if text is None:
-            return
-        shown = (text.plain, tuple(text.spans))  # Content's == compares the text only
-        if shown == self._shown:
-            return
-        same_height = self._shown is not None and (
-            self._shown[0].count("\n") == shown[0].count("\n"))
-        self._shown = shown
-        self.update(text, layout=not same_height)
+        if text is not None:
+            self.show_lines(text)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual import events
-from textual.widgets import Static
 
 from console.model import TaskState, state_label
 from console.tui.updates import Header
+from console.tui.widgets.lines import Lines
 
 PART_GAP = "  ·  "
 COUNT_GAP = "  "
@@ -71,7 +71,7 @@ def summary_text(where: str, header: Header, engine_line: str, width: int) -> st
     return "\n".join(pack(parts, width))
 
 
-class StatusBar(Static):
+class StatusBar(Lines):
     """Re-rendered from the header figures each batch carries, and on resize."""
 
     def __init__(self, where: str, **kwargs: object) -> None:
@@ -79,7 +79,6 @@ class StatusBar(Static):
         self.where = where
         self.engine_line = "engine: off (watching only)"
         self.header = Header({}, 0, None, 0.0, 0)
-        self._text = ""
 
     def _width(self) -> int:
         width = self.content_region.width
@@ -90,11 +89,8 @@ class StatusBar(Static):
             self.header = header
         if engine_line is not None:
             self.engine_line = engine_line
-        text = summary_text(self.where, self.header, self.engine_line, self._width())
-        if text != self._text:  # most batches change no figure shown here
-            same_height = text.count("\n") == self._text.count("\n") and bool(self._text)
-            self._text = text
-            self.update(text, layout=not same_height)  # a new line: lay the screen out
+        # most batches change no figure shown here: then nothing is drawn
+        self.show_lines(summary_text(self.where, self.header, self.engine_line, self._width()))
         self.set_class(self.header.problems > 0, "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
 
