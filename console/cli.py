@@ -140,11 +140,18 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     if workers is not None and workers < 1:
         raise UsageError("--workers must be at least 1")
     try:
-        _engine, interrupted = run_headless(root, workers=workers, until_idle=until_idle)
+        engine, interrupted = run_headless(root, workers=workers, until_idle=until_idle)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except EngineError as exc:
         print(f"bernstein-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:  # the engine could not even start writing (a full disk)
+        print(f"bernstein-tui: cannot write .sdd/: {exc.strerror or exc} "
+              f"({exc.filename or root})", file=sys.stderr)
+        return EXIT_FAILED
+    if engine.writes.problem is not None:  # a full disk: stopped, not idle
+        print(f"bernstein-tui: {engine.writes.problem}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
 

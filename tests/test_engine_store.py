@@ -197,7 +197,7 @@ def test_recovery_reopens_claimed_and_keeps_merged_work(tmp_path: Path) -> None:
     after = _store(root)
     assert after.get("m").status == "done"
     assert "merged before the engine stopped" in (after.get("m").result_summary or "")
-    assert "c was claimed by a stopped engine; reopened" in _events(root)
+    assert "c was claimed when the engine stopped; reopened" in _events(root)
     history = [r["status"] for _, r in JsonlTail(
         root / ".sdd/runtime/tasks.jsonl").read().records if r["id"] == "c"]
     assert history[:2] == ["claimed", "open"]

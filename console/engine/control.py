@@ -60,7 +60,8 @@ class InboxControl:
         self.owner = owner
 
     def _send(self, request: dict[str, object], timeout: float = 10.0) -> Outcome:
-        return inbox.submit(self.paths, request, owner=self.owner, timeout=timeout)
+        return inbox.submit(self.paths, request, owner=self.owner, timeout=timeout,
+                            alive=lambda: engine_owner(self.paths) is not None)
 
     def retry(self, task_id: str) -> Outcome:
         return self._send({"action": "retry", "task_id": task_id})

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from console.control import Outcome
-from console.engine import evolution_apply, inbox, operations
+from console.engine import inbox, requests
 from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
@@ -39,8 +39,10 @@ from console.engine.recovery import recover
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
 from console.engine.sla import SlaMonitor, parse_sla
+from console.engine.storage import WriteHealth, is_storage_error, resume_if_writable
 from console.engine.store import TaskStore
 from console.model import EngineEvent, EngineStatus, Task, TaskState
+from console.sdd.confine import UnsafePath, check_sdd_tree, is_safe_id, shown
 from console.sdd.fileio import append_jsonl, atomic_write_json, atomic_write_text
 from console.sdd.gate_config import GateConfigError
 from console.sdd.metric_codec import encode_engine_status
@@ -55,12 +57,15 @@ TICK_S = 0.2
 class Engine:
     def __init__(self, root: Path, *, workers: int | None = None,
                  config: ProjectConfig | None = None,
-                 echo: Callable[[EngineEvent], None] | None = None, fsync: bool = True) -> None:
+                 echo: Callable[[EngineEvent], None] | None = None, fsync: bool = True,
+                 on_write_problem: Callable[[str | None], None] | None = None) -> None:
         self.paths = SddPaths(root.resolve())
         self.config = config if config is not None else load_config(self.paths.root)
         self.workers = max(1, workers or self.config.workers or 2)
         self.session = f"engine-{uuid.uuid4().hex[:8]}"
-        self.events = EventLog(self.paths, echo=echo)
+        self.writes = WriteHealth(on_write_problem)
+        self.events = EventLog(self.paths, echo=echo, on_write_error=self.write_failed)
+        self._refused_ids: set[str] = set()  # tasks whose id or role cannot be run (said once)
         self.fsync = fsync
         self.lock = EngineLock(self.paths)
         self.stopping = threading.Event()
@@ -70,7 +75,7 @@ class Engine:
         self._dirty = True  # a task changed since the last reconcile
         self._evolve_due = False  # evolution.on_idle: propose once each time work runs out
         self.evolution = EvolutionConfig()
-        self._evolution_lock = threading.Lock()  # one approve/evolve at a time
+        self.evolution_lock = threading.Lock()  # one approve/evolve at a time
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._threads: list[threading.Thread] = []
         self._published: tuple[int, int, bool, bool] | None = None
@@ -85,6 +90,11 @@ class Engine:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")
         self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
+        try:  # a committed .sdd/worktrees -> ../.. must not turn clean-up into rm -rf
+            check_sdd_tree(self.paths.root)
+        except UnsafePath as exc:
+            raise EngineError(f"{exc}; the engine does not start (the console still "
+                              "watches)") from None
         protect_environment()
         if not self.paths.sdd.is_dir():
             init_project(self.paths.root)
@@ -96,7 +106,11 @@ class Engine:
             self.store.load()
             self.store.on_change(self._changed)
             self._ignore_worktrees()
-            recover(self.paths, self.store, self.repo, self.events, self._reopen)
+            # a request waiting before this engine started was not made to it (it may have
+            # been committed to the repository): answered, never carried out
+            inbox.refuse_all(self.paths, "made before this engine started; not carried out "
+                                         "(send it again)")
+            recover(self.paths, self.store, self.repo, self.events, self.reopen)
             env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root),
                                                    "PYTHONDONTWRITEBYTECODE": "1"})
             llm = LlmClient(self.config.llm, on_call=self._llm_call)
@@ -123,7 +137,7 @@ class Engine:
             raise
         for index in range(self.workers):
             self._spawn(self._worker, f"engine-worker-{index}")
-        self._publish_status()
+        self.publish_status()
         self._spawn(self._tick_loop, "engine-tick")
         self.events.info(f"engine started: {self.workers} worker(s), base branch "
                          f"'{self.repo.base}'")
@@ -190,11 +204,15 @@ class Engine:
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.1, deadline - time.monotonic()))
-        # tasks claimed but never started go back to open too
-        for task in self.store.snapshot():
-            if task.state is TaskState.CLAIMED:
-                self._reopen(task, "engine stopped before the attempt started")
-        self._publish_status(running=False)
+        try:  # tasks claimed but never started go back to open too
+            for task in self.store.snapshot():
+                if task.state is TaskState.CLAIMED:
+                    self.reopen(task, "engine stopped before the attempt started")
+        except OSError as exc:  # a full disk: the next engine's recovery reopens them
+            self.write_failed(exc, "the task log")
+        inbox.refuse_all(self.paths, "the engine stopped before carrying this out; "
+                                     "nothing was done")
+        self.publish_status(running=False)
         self.events.info("engine stopped")
         self.lock.release()
 
@@ -203,7 +221,7 @@ class Engine:
         if not ignore.exists():
             atomic_write_text(ignore, "*\n")
 
-    def _reopen(self, task: Task, why: str) -> None:
+    def reopen(self, task: Task, why: str) -> None:
         try:
             self.store.transition(task.id, TaskState.OPEN, assigned_agent=None,
                                   result_summary=why)
@@ -216,6 +234,9 @@ class Engine:
         while not self.stopping.is_set():
             try:
                 self.tick()
+            except OSError as exc:
+                if not self.write_failed(exc, "the engine's files"):
+                    self.events.error(f"engine tick failed: {exc}")
             except Exception as exc:  # the loop must survive anything one tick hits
                 self.events.error(f"engine tick failed: {type(exc).__name__}: {exc}")
             self.wake.wait(TICK_S)
@@ -227,35 +248,54 @@ class Engine:
         self.wake.set()
         close_ticket(self.paths, task)
 
+    def write_failed(self, exc: OSError, what: str) -> bool:
+        """A write to .sdd/ failed: True (and said once) when it is the disk, not a bug."""
+        if not is_storage_error(exc):
+            return False
+        if self.writes.failed(exc, what) and self.events.echo is not None:
+            # the event log cannot be written either: the echo (run's output) says it
+            self.events.echo(EngineEvent("error", self.writes.problem or "", time.time()))
+        return True
+
     def tick(self) -> None:
+        if self.writes.problem is not None and not resume_if_writable(self):
+            return
         self.ingestor.ingest()
         if self._dirty:
             self._dirty = False
             self.missions.tick()  # holds first, so a held task is never reopened
             reconcile_blocked(self.store)
-        inbox.drain(self.paths, self._from_inbox)
+        inbox.drain(self.paths, lambda request, reply: requests.from_inbox(
+            self, request, reply))
         if self.sla.due():
             self.sla.check()
             self.sla.check_missions(mission_deadlines(self.missions))
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
-        self._publish_status()
+        self.publish_status()
         if self._evolve_due and self._idle_apart_from_evolution():
             self._evolve_due = False
-            with self._evolution_lock:
-                outcome = self._evolution("evolve", {})
+            with self.evolution_lock:
+                outcome = requests.evolution(self, "evolve", {})
             self.events.info(f"evolution (on idle): {outcome.message.splitlines()[0]}")
 
     def _claimable(self, task: Task) -> bool:
         if task.state is not TaskState.OPEN or task.id in self.running \
-                or task.metadata.get("held_by") or self.missions.holder(task.id, task.title):
+                or task.metadata.get("held_by") or self.missions.holder(task.id, task.title) \
+                or task.id in self._refused_ids:
+            return False
+        if not (is_safe_id(task.id) and is_safe_id(task.role)):  # both become paths
+            self._refused_ids.add(task.id)
+            self.events.error(f"task {shown(task.id)} not run: its id or role "
+                              f"{shown(task.role)} is not a safe id (letters, digits, '.', "
+                              "'_', '-')", task_id=None)
             return False
         deps = self.store.tasks
         return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)
 
     def _dispatch(self) -> None:
         free = self.workers - len(self.running)
-        if free <= 0:
+        if free <= 0 or self.writes.problem is not None:
             return
         with self.store.lock:
             ready = sorted((t for t in self.store.in_state(TaskState.OPEN)
@@ -278,22 +318,30 @@ class Engine:
                 if self.stopping.is_set():
                     continue
                 self.runner.run(running)
+            except OSError as exc:
+                if not self.write_failed(exc, f"the record of {task_id}"):
+                    self._crashed(task_id, exc)
             except Exception as exc:
-                self.events.error(f"attempt for {task_id} crashed: {type(exc).__name__}: {exc}",
-                                  task_id=task_id)
-                with contextlib.suppress(EngineError):
-                    self.store.transition(task_id, TaskState.FAILED,
-                                          reason=f"engine error: {type(exc).__name__}: {exc}")
+                self._crashed(task_id, exc)
             finally:
                 self.running.pop(task_id, None)
                 self.wake.set()
 
+    def _crashed(self, task_id: str, exc: Exception) -> None:
+        self.events.error(f"attempt for {task_id} crashed: {type(exc).__name__}: {exc}",
+                          task_id=task_id)
+        with contextlib.suppress(EngineError, OSError):
+            self.store.transition(task_id, TaskState.FAILED,
+                                  reason=f"engine error: {type(exc).__name__}: {exc}")
+
     # -- status and control ----------------------------------------------------
 
-    def _publish_status(self, *, running: bool = True) -> None:
-        """runtime/engine_status.json, rewritten only when something in it changed."""
+    def publish_status(self, *, running: bool = True, strict: bool = False) -> None:
+        """runtime/engine_status.json, rewritten only when something in it changed;
+        `strict`: written in any case, and a failed write raises (the probe for writes
+        working again)."""
         now = (self.workers, len(self.running), self.paused, running)
-        if now == self._published:
+        if now == self._published and not strict:
             return
         self._published = now
         status = EngineStatus(pid=os.getpid(), workers=self.workers, busy=len(self.running),
@@ -302,6 +350,12 @@ class Engine:
         try:
             atomic_write_json(self.paths.of(Kind.ENGINE_STATUS), encode_engine_status(status))
         except OSError as exc:
+            if strict or is_storage_error(exc):
+                self._published = None  # written again once writes work
+            if strict:
+                raise
+            if self.write_failed(exc, "runtime/engine_status.json"):
+                return
             self.events.warning(f"{self.paths.display(self.paths.of(Kind.ENGINE_STATUS))}: "
                                 f"not written: {exc}")
 
@@ -322,6 +376,8 @@ class Engine:
         deadline = None if timeout is None else time.monotonic() + timeout
         quiet = 0
         while not self.stopping.is_set():
+            if self.writes.problem is not None and not self.running:
+                return False  # nothing can run until writes work: say so, do not hang
             quiet = quiet + 1 if self.is_idle() else 0
             if quiet >= 3:
                 return True
@@ -335,61 +391,6 @@ class Engine:
         if running is not None:
             running.cancel.set()
 
-    def _evolution(self, action: str, request: dict[str, object]) -> Outcome:
-        try:
-            config = parse_evolution(self.config.raw.get("evolution"))
-        except (ValueError, TypeError) as exc:
-            return Outcome.refused(f"bernstein.yaml: {exc}")
-        proposal_id = str(request.get("proposal_id") or "")
-        reason = str(request.get("reason") or "")
-        reviewer = str(request.get("requested_by") or "") or None
-        if action == "approve":
-            return evolution_apply.approve(self.paths, self.repo, proposal_id, reason, config,
-                                           reviewer)
-        if action == "reject":
-            return evolution_apply.reject(self.paths, proposal_id, reason, reviewer)
-        from console.engine.control import summarise_evolve
-
-        return summarise_evolve(evolution_apply.evolve(self.paths, self.repo, config))
-
-    def _from_inbox(self, request: dict[str, object],
-                    reply: Callable[[Outcome], None]) -> Outcome | None:
-        """Quick actions answer now; approve and evolve (sandbox tests) run in their own
-        thread so dispatch never waits on them, and answer when done."""
-        if request.get("action") not in ("approve", "evolve"):
-            return self.handle(request)
-
-        def work() -> None:
-            with self._evolution_lock:
-                reply(self.handle(request))
-
-        threading.Thread(target=work, name="engine-evolution", daemon=True).start()
-        return None
-
     def handle(self, request: dict[str, object]) -> Outcome:
         """One operator action, from the console, the CLI or the control inbox."""
-        action = str(request.get("action"))
-        task_id = str(request.get("task_id") or "")
-        if action == "retry":
-            outcome = operations.retry(self.store, task_id)
-        elif action == "escalate":
-            model = request.get("model")
-            outcome = operations.escalate(self.store, task_id, str(model) if model else None,
-                                          self.runner.chains.config.ladder)
-        elif action == "cancel":
-            reason = str(request.get("reason") or "cancelled by the operator")
-            outcome = operations.cancel(self.store, task_id, reason, self.stop_agent)
-        elif action in ("approve", "reject", "evolve"):
-            outcome = self._evolution(action, request)
-        elif action == "pause":
-            self.paused = True
-            outcome = Outcome.done("engine paused: running attempts finish, no new ones start")
-        elif action == "resume":
-            self.paused = False
-            outcome = Outcome.done("engine resumed")
-        else:
-            outcome = Outcome.refused(f"unknown action '{action}'")
-        self.events.emit("info" if outcome.ok else "warning", outcome.message,
-                         task_id=task_id or None)
-        self.wake.set()
-        return outcome
+        return requests.handle(self, request)

@@ -13,15 +13,25 @@ from console.sdd.paths import Kind, SddPaths
 
 class EventLog:
     def __init__(self, paths: SddPaths, *, echo: Callable[[EngineEvent], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 on_write_error: Callable[[OSError, str], object] | None = None) -> None:
         self.path = paths.of(Kind.ENGINE_EVENTS)
+        self.display = paths.display(self.path)
         self.echo = echo
         self.clock = clock
+        self.on_write_error = on_write_error
 
     def emit(self, level: str, message: str, *, task_id: str | None = None,
              file: str | None = None) -> EngineEvent:
+        """Append the event and echo it; an event that cannot be written (a full disk)
+        is still echoed, and the failure goes to `on_write_error` instead of raising."""
         event = EngineEvent(level, message, self.clock(), task_id, file)
-        append_jsonl(self.path, [encode_engine_event(event)], fsync=False)
+        try:
+            append_jsonl(self.path, [encode_engine_event(event)], fsync=False)
+        except OSError as exc:
+            if self.on_write_error is None:
+                raise
+            self.on_write_error(exc, self.display)
         if self.echo is not None:
             self.echo(event)
         return event

@@ -26,6 +26,7 @@ from console.engine.evolution import RISK_NAMES, classify
 from console.engine.gates.base import run_tool
 from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
+from console.sdd.confine import UnsafeId, safe_id, sdd_path
 from console.sdd.fileio import append_jsonl, atomic_write_json, read_json_object
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW
@@ -150,7 +151,8 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
     guard = file_guard(diff, config.allowed_paths)
     if not run.step("file_guard", not guard, "; ".join(guard) or "every path is allowed"):
         return False, "refused by the file guard: " + "; ".join(guard), run
-    sandbox = paths.sdd / "sandboxes" / proposal_id
+    sandbox = sdd_path(paths.root, "sandboxes", safe_id(proposal_id, "proposal id"),
+                       what="sandbox")
     branch = f"evolution/{proposal_id}"
     repo.add_worktree(sandbox, branch)
     merged = False
@@ -301,6 +303,10 @@ def reviewer_name() -> str:
 
 def approve(paths: SddPaths, repo: GitRepo | None, proposal_id: str, reason: str,
             config: EvolutionConfig, reviewer: str | None = None) -> Outcome:
+    try:  # it names the sandbox and the branch: refused before anything else
+        safe_id(proposal_id, "proposal id")
+    except UnsafeId as exc:
+        return Outcome.refused(str(exc))
     raw, why = _pending(paths, proposal_id)
     if raw is None:
         return Outcome.refused(why or "not pending")
@@ -344,6 +350,10 @@ def reject(paths: SddPaths, proposal_id: str, reason: str,
            reviewer: str | None = None) -> Outcome:
     if not reason.strip():
         return Outcome.refused("a rejection needs a reason (--reason TEXT)")
+    try:
+        safe_id(proposal_id, "proposal id")
+    except UnsafeId as exc:
+        return Outcome.refused(str(exc))
     raw, why = _pending(paths, proposal_id)
     if raw is None:
         return Outcome.refused(why or "not pending")

@@ -20,6 +20,7 @@ import git
 
 from console.engine.errors import EngineError
 from console.engine.orphans import PROJECT_MARKER
+from console.sdd.confine import remove_tree
 
 IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid",
             "-c", "gc.auto=0")
@@ -191,13 +192,27 @@ class GitRepo:
             return False
         return bool(found.strip())
 
+    def worktrees(self) -> set[Path]:
+        """The worktrees git has registered (`git worktree list --porcelain`), the main
+        checkout excluded: the only directories the engine ever removes."""
+        try:
+            listing = self._git().execute(["git", "worktree", "list", "--porcelain", "-z"])
+        except git.GitCommandError:
+            return set()
+        found = {Path(os.path.realpath(field.removeprefix("worktree ")))
+                 for field in listing.split("\0") if field.startswith("worktree ")}
+        return found - {Path(os.path.realpath(self.root))}
+
     def remove_worktree(self, path: Path, branch: str | None = None) -> None:
+        """Remove an attempt's worktree: through git when git lists it, and what is left
+        only when it is a real directory inside `.sdd/` (never through a link)."""
         cmd = self._git()
         with self.lock:
-            with contextlib.suppress(git.GitCommandError):
-                cmd.execute(["git", "worktree", "remove", "--force", str(path)])
-            if path.exists():
-                shutil.rmtree(path, ignore_errors=True)
+            if Path(os.path.realpath(path.parent)) / path.name in self.worktrees():
+                with contextlib.suppress(git.GitCommandError):
+                    cmd.execute(["git", "worktree", "remove", "--force", str(path)])
+            if os.path.lexists(path):
+                remove_tree(path, self.root / ".sdd", self.root, "worktree")
             with contextlib.suppress(git.GitCommandError):
                 cmd.execute(["git", "worktree", "prune"])
             if branch is not None:

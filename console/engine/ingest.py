@@ -23,6 +23,7 @@ from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState, Ticket
+from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path, shown
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
@@ -118,24 +119,38 @@ class Ingestor:
         return name
 
     def _move(self, path: Path, name: str) -> None:
-        claimed = self.paths.sdd / "backlog" / "claimed"
+        claimed = self._backlog("claimed")
+        if claimed is None:
+            raise UnsafePath(f"{name}: backlog/claimed is not a real directory")
         claimed.mkdir(parents=True, exist_ok=True)
         os.replace(path, claimed / name)
         self._reported.pop(self.paths.display(path), None)
 
     def pending(self) -> list[str]:
         """Ticket files in backlog/open/ not (yet) refused: work that may still arrive."""
+        directory = self._backlog("open")
         try:
-            names = os.listdir(self.paths.backlog_open)
+            names = os.listdir(directory) if directory is not None else []
         except OSError:
             return []
         return sorted(n for n in names if n.endswith(TICKET_SUFFIXES) and not n.startswith(".")
                       and self.paths.display(self.paths.backlog_open / n) not in self._reported)
 
-    def scan(self) -> list[Candidate]:
-        directory = self.paths.backlog_open
+    def _backlog(self, folder: str) -> Path | None:
+        """backlog/<folder>, or None (said once) when it or .sdd/backlog is a link."""
         try:
-            names = sorted(os.listdir(directory))
+            return sdd_path(self.paths.root, "backlog", folder, what=f"backlog/{folder}")
+        except UnsafePath as exc:
+            key = f".sdd/backlog/{folder}"
+            if self._reported.get(key) != str(exc):
+                self._reported[key] = str(exc)
+                self.events.error(f"tickets not read: {exc}")
+            return None
+
+    def scan(self) -> list[Candidate]:
+        directory = self._backlog("open")
+        try:
+            names = sorted(os.listdir(directory)) if directory is not None else []
         except OSError:
             return []
         found = []
@@ -169,7 +184,7 @@ class Ingestor:
     def ingest(self) -> list[Task]:
         """One pass over backlog/open/; returns the tasks created."""
         candidates = self.scan()
-        if not candidates:
+        if not candidates or self._backlog("claimed") is None:
             return []
         created: list[Task] = []
         with self.store.lock:
@@ -185,17 +200,21 @@ class Ingestor:
                     if leftover:  # created just before a crash, never moved
                         self._move(c.path, c.path.name)
                     else:
-                        self._refuse(c.path, f"a task with id '{c.task_id}' already exists "
+                        self._refuse(c.path, f"a task with id {shown(c.task_id)} already exists "
                                              f"(from {recorded or 'another source'})")
                 elif c.task_id in batch:
-                    self._refuse(c.path, f"id '{c.task_id}' is also used by "
+                    self._refuse(c.path, f"id {shown(c.task_id)} is also used by "
                                          f"{batch[c.task_id].path.name}")
                 else:
                     batch[c.task_id] = c
             for tid, c in list(batch.items()):
-                if not ROLE.fullmatch(c.ticket.role):
-                    self._refuse(c.path, f"role {c.ticket.role!r} must be letters, digits, "
-                                         "'-' or '_'")
+                try:  # both become paths and branch names: the one confinement check
+                    safe_id(tid, "ticket id")
+                    if not ROLE.fullmatch(c.ticket.role):
+                        raise UnsafeId(f"role {shown(c.ticket.role)} must be letters, "
+                                       "digits, '-' or '_'")
+                except UnsafeId as exc:
+                    self._refuse(c.path, str(exc))
                     del batch[tid]
             edges = {tid: t.depends_on for tid, t in existing.items()}
             edges.update({tid: c.ticket.depends_on for tid, c in batch.items()})
@@ -212,7 +231,7 @@ class Ingestor:
                                if d not in existing and d not in batch]
                     if unknown:
                         self._refuse(c.path, "depends on unknown task " + ", ".join(
-                            repr(u) for u in unknown))
+                            shown(u) for u in unknown[:5]))
                         del batch[tid]
                         changed = True
             now = self.store.clock()
@@ -293,10 +312,17 @@ def close_ticket(paths: SddPaths, task: Task) -> None:
     name = str(task.metadata.get("ticket", ""))
     if not name.startswith("claimed/"):
         return
-    backlog = paths.sdd / "backlog"
-    claimed, closed = backlog / name, backlog / "closed" / Path(name).name
+    leaf = name.removeprefix("claimed/")
+    try:  # a ticket name from data: one plain file name, inside backlog/, no links
+        if "/" in leaf or leaf in ("", ".", ".."):
+            raise UnsafePath(f"{task.id}: metadata.ticket {shown(name)} is not "
+                             "claimed/<file name>")
+        claimed = sdd_path(paths.root, "backlog", "claimed", leaf, what="metadata.ticket")
+        closed = sdd_path(paths.root, "backlog", "closed", leaf, what="metadata.ticket")
+    except UnsafePath:
+        return  # never moved: the ticket stays where it is (the store reports the task)
     source, target = (claimed, closed) if task.state in CLOSING else (closed, claimed)
-    if source.exists() and not target.exists():
+    if source.is_file() and not source.is_symlink() and not os.path.lexists(target):
         with contextlib.suppress(OSError):
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(source, target)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from console.model import Problem
+from console.sdd.confine import UnsafePath, check_write_path, within
 
 MAX_JSON_FILE_BYTES = 16 * 1024 * 1024
 
@@ -39,6 +40,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    check_write_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -73,23 +75,33 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
 
 
 def append_jsonl(path: Path, records: Iterable[Mapping[str, Any]], *, fsync: bool = True) -> int:
-    """Append whole JSON lines under an exclusive lock; returns the bytes written."""
+    """Append whole JSON lines under an exclusive lock; returns the bytes written.
+
+    A write that fails part-way (a full disk, a quota, an I/O error) is rolled back to
+    the size the file had, so no torn line is left behind; the OSError is raised."""
     payload = b"".join(encode_line(r) for r in records)
     if not payload:
         return 0
+    check_write_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             payload = b"\n" + payload
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if fsync:
-            os.fsync(fd)
+        try:
+            view = memoryview(payload)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if fsync:
+                os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)  # freeing blocks works on a full disk too
+            raise
     finally:
         os.close(fd)  # closing releases the flock
     return len(payload)
@@ -148,15 +160,29 @@ def read_json_object(path: Path, display: str) -> tuple[dict[str, Any] | None, P
 LOG_TAIL_BYTES = 64 * 1024
 
 
-def read_log_tail(path: Path, limit: int = LOG_TAIL_BYTES) -> str:
-    """The end of an agent log (callers keep it off the event loop)."""
+def read_log_tail(root: Path, log: str, limit: int = LOG_TAIL_BYTES) -> str:
+    """The end of an agent log named by a task's `metadata.log` (relative to the project):
+    only a regular file inside `.sdd/runtime/`, reached through no link, opened without
+    blocking (a FIFO or a device never hangs the reader), at most `limit` bytes read.
+    Callers keep it off the event loop."""
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
-            data = handle.read()
+        path = within(root / ".sdd" / "runtime", Path(log).relative_to(".sdd/runtime")
+                      if Path(log).is_relative_to(".sdd/runtime") else log,
+                      what="agent log", top=root)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (UnsafePath, ValueError) as exc:
+        return f"(log not shown: {exc})"
     except OSError as exc:
         return f"(no log yet: {exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "(log not shown: metadata.log is not a regular file)"
+        size = info.st_size
+        data = os.pread(fd, limit, max(0, size - limit))
+    except OSError as exc:
+        return f"(log not readable: {exc.strerror or exc})"
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", errors="replace")
     return (f"… {size - limit} earlier bytes not shown\n" if size > limit else "") + text

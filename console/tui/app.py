@@ -26,7 +26,7 @@ from console.sdd.state import Delta
 from console.tui import settings
 from console.tui.actions import OperatorActions
 from console.tui.keys import MAIN_BINDINGS
-from console.tui.messages import EngineStatus, SourceError, StateChanged
+from console.tui.messages import EngineAlert, EngineStatus, SourceError, StateChanged
 from console.tui.styles import stylesheet
 from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.trace import Trace
@@ -172,7 +172,8 @@ class ConsoleApp(OperatorActions, App[int]):
         from console.sdd.project_config import ConfigError
 
         try:
-            engine = Engine(self.source.paths.root)
+            engine = Engine(self.source.paths.root,
+                            on_write_problem=lambda why: self.post_message(EngineAlert(why or "")))
             engine.start(create=False)
         except OwnedElsewhere as exc:
             self.post_message(EngineStatus(f"engine: not started, watching only — {exc}", False))
@@ -347,11 +348,11 @@ class ConsoleApp(OperatorActions, App[int]):
             task = self.source.state.tasks.get(self.selected)
         log = task.metadata.get("log") if task else None
         if log:
-            self.run_worker(lambda: self._read_log(self.source.paths.root / str(log)),
+            self.run_worker(lambda: self._read_log(self.source.paths.root, str(log)),
                             thread=True, group="log", exclusive=True, exit_on_error=False)
 
-    def _read_log(self, path: Path) -> None:
-        text = read_log_tail(path)
+    def _read_log(self, root: Path, log: str) -> None:
+        text = read_log_tail(root, log)
         self.call_from_thread(self._show_log_text, text)
 
     @_while_up
@@ -456,6 +457,16 @@ class ConsoleApp(OperatorActions, App[int]):
         with self.source.lock:
             problems = self.source.state.problems
         self.push_screen(ProblemsScreen(problems))
+
+    @_while_up
+    def on_engine_alert(self, message: EngineAlert) -> None:
+        self._main(StatusBar).show(alert=message.text)
+        if message.text:
+            self.notify(message.text, title="engine stopped dispatching", severity="error",
+                        markup=False)
+        else:
+            self.notify("writes to .sdd/ work again; the engine dispatches again",
+                        markup=False)
 
     @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:

@@ -40,3 +40,11 @@ class EngineStatus(Message):
         super().__init__()
         self.text = text
         self.running = running
+
+
+class EngineAlert(Message):
+    """What stops the embedded engine right now (e.g. a full disk), or "" once it is over."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
