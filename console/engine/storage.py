@@ -1,7 +1,8 @@
 """A full disk is an error, not a crash (issue #15.6).
 
 When a write to `.sdd/` fails for want of space or a working device (ENOSPC,
-EDQUOT, EIO, EROFS, EFBIG), the engine stops dispatching, says so once in one line,
+EDQUOT, EIO, EROFS, EFBIG), or because a directory there was swapped for a link,
+the engine stops dispatching, says so once in one line,
 and tries a small write on every tick; when one succeeds it says so and resumes.
 Appends roll back their partial bytes (`fileio.append_jsonl`), so no torn line is
 left behind.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from console.engine.recovery import settle
 from console.model import TaskState
+from console.sdd.confine import UnsafePath
 from console.sdd.paths import Kind
 
 if TYPE_CHECKING:
@@ -25,7 +27,10 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, 
 
 
 def is_storage_error(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
+    """A write failed for want of space or a working device, or because a directory under
+    `.sdd/` became a link (UnsafePath): writing stops until a probe succeeds."""
+    return isinstance(exc, UnsafePath) or (isinstance(exc, OSError)
+                                           and exc.errno in STORAGE_ERRNOS)
 
 
 class WriteHealth:

@@ -107,13 +107,15 @@ def sdd_path(root: Path, *parts: str | Path, what: str = "path") -> Path:
 def check_write_path(path: Path) -> None:
     """For the writers in fileio: a file under a `.sdd/` must not be reached through a
     symbolic link anywhere from `.sdd` down (the file itself included)."""
-    parts = path.parts
+    parts = Path(os.path.normpath(path)).parts
+    if SDD in path.parts and SDD not in parts:
+        raise UnsafePath(f"{path} leaves {SDD}/")
     try:
         index = len(parts) - 1 - parts[::-1].index(SDD)
     except ValueError:
         return  # not in a project's .sdd/ (a user config file, a test's scratch file)
     top = Path(*parts[:index])
-    link = _links_between(top, path)
+    link = _links_between(top, Path(*parts))
     if link is not None:
         raise UnsafePath(f"{link} is a symbolic link; the engine writes no file through it "
                          "(replace it with a real directory)")
