@@ -126,7 +126,10 @@ def cmd_status(root: Path, as_json: bool) -> int:
 def cmd_init(root: Path) -> int:
     from console.sdd.skeleton import init_project
 
-    fresh = not any(os.path.lexists(root / name) for name in ("bernstein.yaml", ".bernstein"))
+    # a fresh project only: a bernstein.yaml, .bernstein/ or .sdd/ (tickets) already here
+    # came from someone else, and is trusted with `trust` once read
+    fresh = not any(os.path.lexists(root / name) for name in ("bernstein.yaml", ".bernstein",
+                                                              ".sdd"))
     created = init_project(root)
     if created:
         print(f"created in {root}:")

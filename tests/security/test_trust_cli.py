@@ -262,8 +262,13 @@ def test_projects_the_cli_creates_are_trusted(tmp_path: Path) -> None:
     init = run_cli("-C", str(cloned), "init")  # someone else's .bernstein/: not trusted
     assert init.returncode == 0 and "trusted" not in init.stdout
     refused(run_cli("-C", str(cloned), "run", "--until-idle"), "run", "untrusted", cloned)
+    shipped = tmp_path / "shipped"  # someone else's tickets (test_passes runs commands)
+    (shipped / ".sdd" / "backlog" / "open").mkdir(parents=True)
+    init = run_cli("-C", str(shipped), "init")
+    assert init.returncode == 0 and "trusted" not in init.stdout
     demo = tmp_path / "demo"
     written = run_cli("demo", str(demo))
     assert written.returncode == 0 and f"trusted {demo} (the demo project" in written.stdout
     listed = run_cli("trust", "--list").stdout
-    assert str(fresh) in listed and str(demo) in listed and str(cloned) not in listed
+    assert str(fresh) in listed and str(demo) in listed
+    assert str(cloned) not in listed and str(shipped) not in listed
