@@ -93,3 +93,20 @@ async def test_trusting_from_the_console_lists_what_runs_then_starts_the_engine(
         await wait_for(pilot, lambda: {"agent", "plugin-imported", "GET /ping"}
                        <= set(project.fired()), timeout=60)
     assert str(project.root) in run_cli("trust", "--list").stdout
+
+
+async def test_the_demo_app_vouches_for_the_project_it_wrote(tmp_path: Path) -> None:
+    from console.demo.project import write_demo
+
+    target = tmp_path / "inventory"
+    write_demo(target)  # as --demo does; --demo also records the trust, this checks the
+    app = ConsoleApp(target, engine=True, demo=True)  # engine's explicit keyword alone
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: "workers busy" in header(app), timeout=30)
+        assert "untrusted" not in header(app) and app.engine is not None
+    assert str(target) not in run_cli("trust", "--list").stdout
+    unvouched = ConsoleApp(target, engine=True)  # the same project, opened as any other
+    async with unvouched.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: "⚠ untrusted: run bernstein-tui" in header(unvouched),
+                       timeout=20)
+        assert unvouched.engine is None
