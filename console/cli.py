@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="one-shot summary of the project's .sdd/")
     status.add_argument("--json", action="store_true", help="print one JSON object")
     sub.add_parser("init", help="create .sdd/ and a commented bernstein.yaml (never overwrites)")
+    trust = sub.add_parser("trust", help="trust the project: let its agents, gates and "
+                                         "commands run (recorded in your config dir)")
+    trust.add_argument("--revoke", action="store_true", help="stop trusting the project")
+    trust.add_argument("--list", action="store_true", help="every trusted project")
     demo = sub.add_parser("demo", help="write the demo project to DIR, nothing else")
     demo.add_argument("target", metavar="DIR")
     gates = sub.add_parser("gates", help="run the quality gate pipeline on the working-tree "
@@ -122,6 +126,10 @@ def cmd_status(root: Path, as_json: bool) -> int:
 def cmd_init(root: Path) -> int:
     from console.sdd.skeleton import init_project
 
+    # a fresh project only: a bernstein.yaml, .bernstein/ or .sdd/ (tickets) already here
+    # came from someone else, and is trusted with `trust` once read
+    fresh = not any(os.path.lexists(root / name) for name in ("bernstein.yaml", ".bernstein",
+                                                              ".sdd"))
     created = init_project(root)
     if created:
         print(f"created in {root}:")
@@ -129,6 +137,10 @@ def cmd_init(root: Path) -> int:
             print(f"  {path}")
     else:
         print(f"{root}: .sdd/ and bernstein.yaml already exist; nothing changed")
+    if fresh:  # its only configuration is the one just written
+        from console.cli_trust import record_trust
+
+        record_trust(root, "init wrote its bernstein.yaml")
     return EXIT_OK
 
 
@@ -293,6 +305,9 @@ def cmd_demo(target: Path) -> int:
     except (FileExistsError, OSError) as exc:
         raise UsageError(str(exc)) from None
     print(f"demo project written to {target} ({len(tickets)} tickets in .sdd/backlog/open/)")
+    from console.cli_trust import record_trust
+
+    record_trust(target, "the demo project")
     print(f"  watch it run:  bernstein-tui -C {target}")
     print(f"  or headless:   bernstein-tui -C {target} run --until-idle")
     return EXIT_OK
@@ -311,6 +326,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         target = Path(tempfile.mkdtemp(prefix="bernstein-tui-demo-")) / "inventory"
         write_demo(target)
         print(f"bernstein-tui demo: project in {target}", file=sys.stderr)
+        from console.cli_trust import record_trust
+
+        record_trust(target, "the demo project")
         from console.tui.app import ConsoleApp
 
         app = ConsoleApp(target, engine=True, demo=True)
@@ -324,6 +342,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.token_file or args.tenant or args.insecure:
         raise UsageError("--token-file, --tenant and --insecure need --server URL")
     root = _project(args.directory or ".")
+    if args.command == "trust":
+        from console.cli_trust import cmd_trust
+
+        return cmd_trust(root, revoking=args.revoke, listing=args.list)
+    if args.command in ("run", "gates", "approve", "evolve"):  # they run the project's code
+        from console.cli_trust import require_trust
+
+        require_trust(root, args.command)
     if args.command == "status":
         return cmd_status(root, args.json)
     if args.command == "init":

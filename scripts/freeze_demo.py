@@ -12,6 +12,7 @@ or to a format, then review and commit the fixture.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -54,8 +55,12 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="freeze-demo-"))
     project = work / "inventory"
     write_demo(project)
+    # trusted in a config dir of its own: the user's trust file never lists it
+    env = {**os.environ, "XDG_CONFIG_HOME": str(work / "config")}
+    subprocess.run([sys.executable, "-m", "console", "-C", str(project), "trust"],
+                   capture_output=True, env=env, check=True)
     run = subprocess.run([sys.executable, "-m", "console", "-C", str(project), "run",
-                          "--until-idle"], capture_output=True, text=True, timeout=600)
+                          "--until-idle"], capture_output=True, text=True, timeout=600, env=env)
     if run.returncode != 0:
         print(run.stderr, file=sys.stderr)
         return 1

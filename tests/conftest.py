@@ -1,18 +1,34 @@
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from console.sdd.skeleton import init_project
+# The whole session (and every subprocess it starts) keeps its trust file and settings
+# in a temporary config dir, never the user's ~/.config: set before anything reads it.
+CONFIG_HOME = Path(tempfile.mkdtemp(prefix="bernstein-tui-tests-config-"))
+os.environ["XDG_CONFIG_HOME"] = str(CONFIG_HOME)
+atexit.register(shutil.rmtree, CONFIG_HOME, ignore_errors=True)
+
+from console.sdd.skeleton import init_project  # noqa: E402
+from console.sdd.trust import trust  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def trusted(root: Path) -> Path:
+    """Trust a project a test made, as the operator would (`bernstein-tui trust`)."""
+    trust(root)
+    return root
 
 
 def task_record(task_id: str, status: str = "open", **fields: Any) -> dict[str, Any]:
@@ -57,7 +73,7 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 60,
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     init_project(tmp_path)
-    return tmp_path
+    return trusted(tmp_path)
 
 
 @pytest.fixture(autouse=True)

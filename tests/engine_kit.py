@@ -11,6 +11,7 @@ from typing import Any
 
 from console.sdd.skeleton import init_project
 from console.sdd.source import LocalSource
+from tests.conftest import trusted
 
 SPEC_AGENT = Path(__file__).resolve().parent / "agents" / "spec_agent.py"
 
@@ -41,7 +42,7 @@ def make_repo(base: Path, *, config: str = "", workers: int | None = None) -> Pa
         lines.append(f"workers: {workers}")
     text = "\n".join(lines) + "\n" + textwrap.dedent(config)
     (root / "bernstein.yaml").write_text(text)
-    return root
+    return trusted(root)
 
 
 def ticket(root: Path, name: str, **fields: Any) -> Path:

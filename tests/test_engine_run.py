@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import trusted
 from tests.engine_kit import agent_log, git, make_repo, tasks, ticket
 
 
@@ -32,6 +33,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     with open(root / "bernstein.yaml", "a") as handle:
         handle.write("  timeouts: {small: 1.5}\n"
                      "cascade: {min_observations: 100000}\n")  # no bandit skips here
+    trusted(root)  # its configuration changed: the operator trusts it again
     (root / "templates" / "roles" / "analyst").mkdir(parents=True)
     (root / "templates" / "roles" / "analyst" / "task_prompt.md").write_text(
         "ANALYST-PROMPT for {{TASK_TITLE}}\n{{TASK_DESCRIPTION}}\n")

@@ -20,6 +20,7 @@ from console.engine.evolution_apply import EvolutionConfig, file_guard
 from console.sdd.fileio import append_jsonl
 from console.sdd.paths import SddPaths
 from console.sdd.tail import JsonlTail
+from tests.conftest import trusted
 from tests.engine_kit import git
 
 CONFIG = """\
@@ -48,7 +49,7 @@ def make_project(base: Path) -> Path:
     git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "init")
     subprocess.run([sys.executable, "-m", "console", "-C", str(root), "init"], check=True,
                    capture_output=True)
-    return root
+    return trusted(root)  # init does not trust a bernstein.yaml it did not write
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -128,6 +129,10 @@ def test_evolve_defers_an_l2_proposal_that_approve_merges(tmp_path: Path) -> Non
     assert "promoted configured, smoke" in experiment["steps"][-1]["detail"]
     suite = json.loads((root / ".sdd/evolution/suite.json").read_text())
     assert suite["tasks"] == ["configured", "smoke"]
+    untrusted = cli(root, "approve", pid)  # the merge changed bernstein.yaml: trust again
+    assert untrusted.returncode == 2 and "bernstein.yaml changed since you trusted it" in \
+        untrusted.stderr
+    trusted(root)
     again = cli(root, "approve", pid)
     assert again.returncode == 1 and "is not pending: it was already decided" in again.stderr
     assert json.loads(cli(root, "status", "--json").stdout)["proposals"]["pending"] == 0
@@ -174,6 +179,7 @@ def test_a_lower_benchmark_score_is_refused_at_step_two(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     first = _propose(root, "Better", "bernstein.yaml", CONFIG + "# better\n")
     assert cli(root, "approve", first).returncode == 0  # best so far: 10
+    trusted(root)  # the approved change is a change to bernstein.yaml: trusted again
     (root / "score.txt").write_text("score 7\n")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "slower")
     worse = _propose(root, "Worse", "bernstein.yaml",
@@ -224,6 +230,7 @@ def test_approve_through_a_running_engine_does_not_stop_its_work(tmp_path: Path)
         handle.write(f"agents:\n  script:\n    command: [{json.dumps(sys.executable)}, "
                      f"{json.dumps(str(SPEC_AGENT))}]\ncascade: {{enabled: false}}\n")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qam", "agent")
+    trusted(root)
     pid = _propose(root, "Via the engine", "bernstein.yaml",
                    (root / "bernstein.yaml").read_text() + "# via the engine\n")
     engine = subprocess.Popen([sys.executable, "-m", "console", "-C", str(root), "run"],

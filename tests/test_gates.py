@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import trusted
 from tests.engine_kit import git
 
 CALC_OK = "def add(a: int, b: int) -> int:\n    return a + b\n"
@@ -34,6 +35,9 @@ def make_project(base: Path, config: str = "") -> Path:
 
 
 def gates(root: Path, *args: str, env: dict[str, str] | None = None):
+    """`gates` on the tests' own project, trusted as it is now: these tests change its
+    configuration between runs (tests/security/test_trust_* check the refusal)."""
+    trusted(root)
     result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "gates", *args],
                             capture_output=True, text=True, timeout=300,
                             env={**os.environ, **(env or {})})
@@ -317,6 +321,7 @@ def test_the_engine_merges_only_what_passes_its_gates(tmp_path: Path) -> None:
     root = make_repo(tmp_path)
     with open(root / "bernstein.yaml", "a") as handle:
         handle.write("quality_gates:\n  lint: true\n  pii_scan: false\n")
+    trusted(root)
     ticket(root, "bad", id="BAD", title="Undefined name", scope="small", complexity="low",
            description="write src/bad.py X = undefined_name")
     ticket(root, "good", id="GOOD", title="Clean module",

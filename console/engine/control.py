@@ -17,6 +17,7 @@ from console.engine.lock import EngineLock, bernstein_owner, engine_owner
 from console.engine.store import TaskStore
 from console.sdd.paths import SddPaths
 from console.sdd.project_config import ConfigError, load_config
+from console.sdd.trust import check as check_trust
 
 
 class EngineControl:
@@ -135,17 +136,24 @@ class FileControl:
         except EngineError as exc:
             return Outcome.refused(str(exc))
 
+    def _untrusted(self, action: str) -> Outcome | None:
+        """approve and evolve run the project's evolution commands: trusted projects only."""
+        status = check_trust(self.paths.root)
+        return None if status.trusted else Outcome.refused(f"{action} refused: {status.reason}")
+
     def approve(self, proposal_id: str, reason: str = "") -> Outcome:
-        return self._evolution(lambda repo, config: evolution_apply.approve(
-            self.paths, repo, proposal_id, reason, config))
+        return self._untrusted("approve") or self._evolution(
+            lambda repo, config: evolution_apply.approve(self.paths, repo, proposal_id, reason,
+                                                         config))
 
     def reject(self, proposal_id: str, reason: str) -> Outcome:
         return self._evolution(lambda repo, config: evolution_apply.reject(
             self.paths, proposal_id, reason))
 
     def evolve(self) -> Outcome:
-        return self._evolution(lambda repo, config: summarise_evolve(
-            evolution_apply.evolve(self.paths, repo, config)))
+        return self._untrusted("evolve") or self._evolution(
+            lambda repo, config: summarise_evolve(evolution_apply.evolve(self.paths, repo,
+                                                                         config)))
 
     def pause(self) -> Outcome:
         return Outcome.refused("pause: no engine runs this project, so nothing is dispatching")

@@ -22,7 +22,7 @@ from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
 from console.engine.chain import ChainKeeper
-from console.engine.errors import EngineError, IllegalTransition
+from console.engine.errors import EngineError, IllegalTransition, Untrusted
 from console.engine.events import EventLog
 from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gates.cache import GateCache
@@ -58,8 +58,10 @@ class Engine:
     def __init__(self, root: Path, *, workers: int | None = None,
                  config: ProjectConfig | None = None,
                  echo: Callable[[EngineEvent], None] | None = None, fsync: bool = True,
-                 on_write_problem: Callable[[str | None], None] | None = None) -> None:
+                 on_write_problem: Callable[[str | None], None] | None = None,
+                 trusted: bool = False) -> None:
         self.paths = SddPaths(root.resolve())
+        self.trusted = trusted  # True: the caller vouches (a demo it just wrote)
         self.config = config if config is not None else load_config(self.paths.root)
         self.workers = max(1, workers or self.config.workers or 2)
         self.session = f"engine-{uuid.uuid4().hex[:8]}"
@@ -86,6 +88,12 @@ class Engine:
 
     def start(self, *, create: bool = True) -> None:
         """Take ownership and start the threads; raises OwnedElsewhere or EngineError."""
+        if not self.trusted:  # DESIGN §7: none of the project's code runs before trust
+            from console.sdd.trust import check
+
+            status = check(self.paths.root)
+            if not status.trusted:
+                raise Untrusted(status.reason)
         if not self.paths.sdd.is_dir() and not create:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")

@@ -17,3 +17,7 @@ class OwnedElsewhere(EngineError):
 
 class AdapterError(EngineError):
     """An agent adapter cannot run (not installed, not configured)."""
+
+
+class Untrusted(EngineError):
+    """The project is not trusted (or its configuration changed): none of its code runs."""

@@ -39,13 +39,14 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """`mode` (e.g. 0o600 for a private file) wins; else the old file's, else 0644."""
     check_write_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
+            mode = stat.S_IMODE(os.stat(path).st_mode) if mode is None else mode
         except OSError:
             mode = 0o644  # mkstemp's 0600 would hide the file from other readers
         os.fchmod(fd, mode)

@@ -19,7 +19,7 @@ from textual.containers import Vertical
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Input, Static
 
-from console.engine.errors import EngineError, OwnedElsewhere
+from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.sdd.fileio import read_log_tail
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
@@ -30,6 +30,7 @@ from console.tui.messages import EngineAlert, EngineStatus, SourceError, StateCh
 from console.tui.styles import stylesheet
 from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.trace import Trace
+from console.tui.trusting import TrustActions
 from console.tui.updates import AlertWatch, header_of, rows_for
 from console.tui.widgets.lines import Lines
 from console.tui.widgets.sla_strip import SlaStrip
@@ -89,7 +90,7 @@ def _console_commands():  # type: ignore[no-untyped-def]
     return ConsoleCommands
 
 
-class ConsoleApp(OperatorActions, App[int]):
+class ConsoleApp(TrustActions, OperatorActions, App[int]):
     TITLE = "bernstein-tui"
     CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
     BINDINGS = MAIN_BINDINGS
@@ -172,9 +173,13 @@ class ConsoleApp(OperatorActions, App[int]):
         from console.sdd.project_config import ConfigError
 
         try:
-            engine = Engine(self.source.paths.root,
+            engine = Engine(self.source.paths.root, trusted=self.demo,  # a demo we wrote
                             on_write_problem=lambda why: self.post_message(EngineAlert(why or "")))
             engine.start(create=False)
+        except Untrusted as exc:  # watch-only until the operator trusts it (t)
+            self.post_message(EngineStatus("engine: off (watch-only)", False,
+                                           f"⚠ {exc} (or press t)"))
+            return
         except OwnedElsewhere as exc:
             self.post_message(EngineStatus(f"engine: not started, watching only — {exc}", False))
             return
@@ -470,7 +475,7 @@ class ConsoleApp(OperatorActions, App[int]):
 
     @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:
-        self._main(StatusBar).show(engine_line=message.text)
+        self._main(StatusBar).show(engine_line=message.text, notice=message.untrusted)
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)

@@ -18,6 +18,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Tasks", "w", "copy('worktree')", "Copy worktree",
      "Copy the running attempt's worktree path", False),
     ("Engine", "z", "pause", "Pause/resume", "Pause the engine / resume it", False),
+    ("Engine", "t", "trust", "Trust", "Trust this project: its agents, gates and commands "
+     "may run (confirm)", False),
     ("View", "slash", "filter", "Filter",
      "Filter: words, state:, role:, model:, p:, sla:, gates:, -term", True),
     ("View", "escape", "clear_filter", "Clear filter", "Clear the filter", False),

@@ -34,12 +34,14 @@ class SourceError(Message):
 
 
 class EngineStatus(Message):
-    """The embedded engine started, or could not (and why)."""
+    """The embedded engine started, or could not (and why; `untrusted`: the header's
+    line saying the project is untrusted and how to trust it)."""
 
-    def __init__(self, text: str, running: bool) -> None:
+    def __init__(self, text: str, running: bool, untrusted: str = "") -> None:
         super().__init__()
         self.text = text
         self.running = running
+        self.untrusted = untrusted
 
 
 class EngineAlert(Message):

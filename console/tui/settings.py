@@ -12,14 +12,14 @@ import os
 from pathlib import Path
 
 from console.sdd.fileio import atomic_write_json
+from console.sdd.trust import user_config_dir
 
 
 def settings_path() -> Path:
     explicit = os.environ.get("BERNSTEIN_TUI_CONFIG")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "bernstein-tui" / "settings.json"
+    return user_config_dir() / "settings.json"
 
 
 def _load() -> dict[str, object]:

@@ -95,6 +95,22 @@ def _load_file(path: Path) -> list[tuple[Any, str]]:
     return _instances(module, str(path))
 
 
+def _plugin_files(project: Path) -> list[Path]:
+    """`.bernstein/gates/*.py`, regular files in real directories only: workspace trust
+    hashes a link as its target's name, so code behind a link could change unseen."""
+    directory = project / ".bernstein" / "gates"
+    for where in (directory.parent, directory):
+        if where.is_symlink():
+            raise PluginError(f"{where} is a symbolic link; gate plugins must be files "
+                              "in the project itself")
+    files = sorted(directory.glob("*.py")) if directory.is_dir() else []
+    for path in files:
+        if path.is_symlink() or not path.is_file():
+            raise PluginError(f"gate plugin {path} is not a regular file (a link or "
+                              "another kind); refused")
+    return files
+
+
 def discover(project: Path) -> dict[str, LoadedPlugin]:
     """Every plugin by name; PluginError on a collision or a broken plugin."""
     candidates: list[tuple[Any, str]] = []
@@ -108,8 +124,7 @@ def discover(project: Path) -> dict[str, LoadedPlugin]:
         origin = f"entry point {entry.name} ({entry.value}{' ' + version if version else ''})"
         candidates.append((_instantiate(loaded, origin) if inspect.isclass(loaded) else loaded,
                            origin))
-    directory = project / ".bernstein" / "gates"
-    for path in sorted(directory.glob("*.py")) if directory.is_dir() else []:
+    for path in _plugin_files(project):
         candidates += _load_file(path)
     plugins: dict[str, LoadedPlugin] = {}
     for instance, origin in candidates:

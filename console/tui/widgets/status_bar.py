@@ -37,9 +37,12 @@ def engine_text(header: Header, fallback: str) -> str:
             f"{paused}" + (f" · base {engine.base}" if engine.base else ""))
 
 
-def context_parts(where: str, header: Header, engine_line: str, alert: str = "") -> list[str]:
-    """`alert`: what stops the engine right now (a full disk), shown instead of its figures."""
-    parts = [where, f"⚠ {alert}" if alert else engine_text(header, engine_line),
+def context_parts(where: str, header: Header, engine_line: str, notice: str = "",
+                  alert: str = "") -> list[str]:
+    """`notice`: why the project is watch-only; `alert`: what stops the engine right now
+    (a full disk), shown instead of its figures."""
+    parts = [where, *([notice] if notice else []),
+             f"⚠ {alert}" if alert else engine_text(header, engine_line),
              f"cost ${header.cost_usd:.4f}"]
     if header.pending_proposals:
         parts.append(f"! {header.pending_proposals} proposal"
@@ -67,9 +70,10 @@ def pack(parts: list[tuple[str, str]], width: int) -> list[str]:
 
 
 def summary_text(where: str, header: Header, engine_line: str, width: int,
-                 alert: str = "") -> str:
+                 notice: str = "", alert: str = "") -> str:
     counts = count_parts(header.counts)
-    parts = ([(PART_GAP, part) for part in context_parts(where, header, engine_line, alert)]
+    parts = ([(PART_GAP, part)
+              for part in context_parts(where, header, engine_line, notice, alert)]
              + [(PART_GAP, counts[0])] + [(COUNT_GAP, part) for part in counts[1:]])
     return "\n".join(pack(parts, width))
 
@@ -83,22 +87,26 @@ class StatusBar(Lines):
         self.engine_line = "engine: off (watching only)"
         self.alert = ""
         self.header = Header({}, 0, None, 0.0, 0)
+        self.notice = ""  # why the project is watch-only (untrusted), and how to trust it
 
     def _width(self) -> int:
         width = self.content_region.width
         return width if width > 0 else max(20, self.app.size.width - 2)
 
     def show(self, header: Header | None = None, engine_line: str | None = None,
-             alert: str | None = None) -> None:
+             notice: str | None = None, alert: str | None = None) -> None:
         if header is not None:
             self.header = header
         if engine_line is not None:
             self.engine_line = engine_line
+        if notice is not None:
+            self.notice = notice
         if alert is not None:
             self.alert = alert
         # most batches change no figure shown here: then nothing is drawn
         self.show_lines(summary_text(self.where, self.header, self.engine_line, self._width(),
-                                     self.alert))
+                                     self.notice, self.alert))
+        self.set_class(bool(self.notice), "-untrusted")
         self.set_class(self.header.problems > 0 or bool(self.alert), "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
 

@@ -1,0 +1,64 @@
+"""`bernstein-tui trust`, and the refusal of every command that would run an untrusted
+project's code (DESIGN §7: `run`, `gates`, `approve`, `evolve`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from console.cli import EXIT_OK, UsageError
+from console.sdd.trust import TrustError, check, load_records, printable, revoke, trust, what_runs
+
+
+def _warn(warning: str | None) -> None:
+    if warning:
+        print(f"bernstein-tui: warning: {warning}", file=sys.stderr)
+
+
+def require_trust(root: Path, command: str) -> None:
+    """One line and exit 2 unless `root` is trusted as it is now."""
+    status = check(root)
+    _warn(status.warning)
+    if not status.trusted:
+        raise UsageError(f"{command} refused: {status.reason}")
+
+
+def record_trust(root: Path, why: str) -> None:
+    """Trust a project this command just created; a trust file we cannot write is said."""
+    try:
+        record, warning = trust(root)
+    except TrustError as exc:
+        print(f"bernstein-tui: warning: {why} not recorded as trusted: {exc}", file=sys.stderr)
+        return
+    _warn(warning)
+    print(f"trusted {printable(record.path)} ({why}; config hash {record.digest[:12]})")
+
+
+def cmd_trust(root: Path, *, revoking: bool, listing: bool) -> int:
+    if listing:
+        records, warning = load_records()
+        _warn(warning)
+        if not records:
+            print("no project is trusted")
+        for record in sorted(records.values(), key=lambda r: r.path):
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.trusted_at))
+            print(f"{record.digest[:12]}  {when}  {printable(record.path)}")
+        return EXIT_OK
+    try:
+        if revoking:
+            found, warning = revoke(root)
+            _warn(warning)
+            print(f"{'no longer trusted' if found else 'was not trusted'}: "
+                  f"{printable(str(root))}")
+            return EXIT_OK
+        lines = what_runs(root)
+        record, warning = trust(root)
+    except TrustError as exc:
+        raise UsageError(str(exc)) from None
+    _warn(warning)
+    print(f"trusted {printable(record.path)} (config hash {record.digest[:12]})")
+    print("its engine may now run:")
+    for line in lines:
+        print(f"  - {line}")
+    return EXIT_OK
