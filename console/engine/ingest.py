@@ -23,6 +23,7 @@ from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState, Ticket
+from console.sdd.fields import brief
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
@@ -194,8 +195,8 @@ class Ingestor:
                     batch[c.task_id] = c
             for tid, c in list(batch.items()):
                 if not ROLE.fullmatch(c.ticket.role):
-                    self._refuse(c.path, f"role {c.ticket.role!r} must be letters, digits, "
-                                         "'-' or '_'")
+                    self._refuse(c.path, f"role {brief(c.ticket.role, 60)} must be letters, "
+                                         "digits, '-' or '_'")
                     del batch[tid]
             edges = {tid: t.depends_on for tid, t in existing.items()}
             edges.update({tid: c.ticket.depends_on for tid, c in batch.items()})
@@ -212,7 +213,8 @@ class Ingestor:
                                if d not in existing and d not in batch]
                     if unknown:
                         self._refuse(c.path, "depends on unknown task " + ", ".join(
-                            repr(u) for u in unknown))
+                            brief(u) for u in unknown[:5]) + (
+                            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
                         del batch[tid]
                         changed = True
             now = self.store.clock()
