@@ -98,7 +98,7 @@ def read_body(response: httpx.Response, cap: int, deadline: Deadline, *,
     declared = response.headers.get("content-length", "")
     if not truncate and declared.isdigit() and int(declared) > cap:
         raise LimitExceeded(f"answer of {int(declared)} bytes refused: over the limit "
-                            f"({_size(cap)})")
+                            f"({size_text(cap)})")
     parts: list[bytes] = []
     size = 0
     for chunk in response.iter_bytes():
@@ -107,7 +107,7 @@ def read_body(response: httpx.Response, cap: int, deadline: Deadline, *,
                 parts.append(chunk[:cap - size])
                 break
             raise LimitExceeded(f"answer refused after {size + len(chunk)} bytes: over the "
-                                f"limit ({_size(cap)})")
+                                f"limit ({size_text(cap)})")
         size += len(chunk)
         parts.append(chunk)
         if deadline.passed():
@@ -115,7 +115,8 @@ def read_body(response: httpx.Response, cap: int, deadline: Deadline, *,
     return b"".join(parts)
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
+    """A limit in bytes as an operator reads it: "32 MB", "65536 bytes"."""
     return f"{n / 2**20:g} MB" if n >= 2**20 else f"{n} bytes"
 
 
@@ -142,6 +143,6 @@ def bounded_lines(chunks: Iterable[bytes], cap: int, line_s: float) -> Iterator[
         del buffer[:start]
         scanned = max(0, len(buffer) - 1)
         if len(buffer) > cap:
-            raise LimitExceeded(f"an event-stream line longer than {_size(cap)}")
+            raise LimitExceeded(f"an event-stream line longer than {size_text(cap)}")
         if buffer and time.monotonic() - last_line > line_s:
             raise LimitExceeded(f"an event-stream line unfinished after {line_s:g} s")

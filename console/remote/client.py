@@ -294,8 +294,11 @@ class ServerClient:
                         STREAM_READ_S, connect=min(deadline.remaining(), CONNECT_S)),
                     headers={"Accept": "text/event-stream"},
                     extensions={"trace": deadline.trace}) as response:
-                if response.status_code != 200:
-                    raise self._refusal("GET", path, response, deadline)
+                try:
+                    if response.status_code != 200:
+                        raise self._refusal("GET", path, response, deadline)
+                except LimitExceeded as exc:  # the refusal's body outlived the deadline
+                    raise ServerError(f"GET {self.where(path)}: {exc}") from None
                 kind = response.headers.get("content-type", "")
                 if not kind.startswith("text/event-stream"):
                     raise ServerError(f"{self.where(path)}: not an event stream "
@@ -305,8 +308,6 @@ class ServerClient:
         except httpx.HTTPError as exc:
             raise ServerError(f"{self.where(path)}: " + transport_meaning(
                 exc, deadline.seconds, deadline.expired)) from None
-        except LimitExceeded as exc:
-            raise ServerError(f"GET {self.where(path)}: {exc}") from None
 
 
 class StreamLines:

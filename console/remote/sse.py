@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from console.remote.bounded import LimitExceeded
+from console.remote.bounded import LimitExceeded, size_text
 from console.remote.client import ServerClient, ServerError, StreamLines
 from console.remote.limits import MAX_EVENT_LINE_BYTES
 
@@ -60,7 +60,7 @@ def parse_events(lines: Iterable[str], max_bytes: int = MAX_EVENT_LINE_BYTES
         elif name == "data":
             size += len(value) + 1
             if size > max_bytes:
-                raise LimitExceeded(f"an event's data over {max_bytes} characters")
+                raise LimitExceeded(f"an event's data longer than {size_text(max_bytes)}")
             data.append(value)
         elif name == "id" and "\0" not in value:
             last_id = value

@@ -68,7 +68,7 @@ def expanded_size(root: yaml.Node, limit: int = MAX_YAML_NODES) -> int:
             size = 1 + sum(sizes[id(child)] for child in _children(node))
             if size > limit:
                 raise YamlLimitError(f"aliases expand to more than {limit} values (line "
-                                     f"{node.start_mark.line + 1}); refused")
+                                     f"{node.start_mark.line + 1})")
             sizes[key] = size
             continue
         if key in sizes:
@@ -78,7 +78,7 @@ def expanded_size(root: yaml.Node, limit: int = MAX_YAML_NODES) -> int:
         for child in _children(node):
             if id(child) in open_nodes:
                 raise YamlLimitError(f"an alias refers to a value that contains it (line "
-                                     f"{child.start_mark.line + 1}); refused")
+                                     f"{child.start_mark.line + 1})")
             if id(child) not in sizes:
                 stack.append((child, False))
     return sizes[id(root)]

@@ -94,6 +94,12 @@ def _load_yaml(text: str) -> Any:
     return load_yaml(text)
 
 
+def _limit_error() -> type[Exception]:
+    from console.sdd.safe_yaml import YamlLimitError
+
+    return YamlLimitError
+
+
 def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
                  description: str) -> Ticket:
     signals = decode_signals(fields.get("completion_signals"), "completion_signals")
@@ -132,6 +138,8 @@ def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
         return TicketError(source, "front matter opened with '---' is never closed")
     try:
         fields = _load_yaml(text[3:end])
+    except _limit_error() as exc:
+        return TicketError(source, f"front matter refused: {exc}")
     except _yaml().YAMLError as exc:
         if heading(text):  # Bernstein falls back to the Markdown form
             return None
@@ -172,6 +180,8 @@ def _parse(source: str, text: str) -> Ticket | TicketError:
         return _markdown(source, stripped)
     try:
         fields = _load_yaml(stripped)
+    except _limit_error() as exc:
+        return TicketError(source, f"YAML refused: {exc}")
     except _yaml().YAMLError as exc:
         fields = None
         yaml_reason: str | None = _yaml_reason(exc)
