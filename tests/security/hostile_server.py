@@ -1,5 +1,5 @@
-"""A hostile (or broken) Bernstein task server on 127.0.0.1, and a way to measure the
-command line against it.
+"""A hostile (or broken) Bernstein task server on 127.0.0.1, a YAML alias bomb, and a way
+to measure the command line against them.
 
 Every route answers as a small healthy server would (three tasks, one of them failed,
 and an event stream with heartbeats) unless `modes` names it: then the route
@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -252,6 +255,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(500, {"detail": "".join(ESCAPES)})
 
 
+# -- hostile YAML -------------------------------------------------------------------
+
+def alias_bomb(levels: int = 8, width: int = 9, key: str = "role") -> str:
+    """`levels` of `width` aliases each: width**levels values in ~40 bytes a level."""
+    lines = ["title: bomb", 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in range(1, levels):
+        lines.append(f"l{level}: &l{level} [" + ",".join([f"*l{level - 1}"] * width) + "]")
+    lines.append(f"{key}: *l{levels - 1}")
+    return "\n".join(lines) + "\n"
+
+
+
 # -- the command line, measured ---------------------------------------------------
 
 @dataclass
@@ -263,24 +278,37 @@ class Measured:
     seconds: float
 
 
+#: runs argv[2:] and writes its peak RSS (KiB) to argv[1]. A small process of its own:
+#: a child's ru_maxrss starts at the peak of the process that started it (Linux carries
+#: the old memory's high-water mark across exec), so the child must not be started by a
+#: big pytest or benchmark process directly.
+_WRAPPER = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[2:]).returncode
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_measured(argv: list[str], *, env: dict[str, str] | None = None,
-                 timeout: float = 120.0) -> Measured:
-    """Run `argv` to its end; its output and its own peak RSS (wait4's rusage, so no other
-    child of this process counts). Killed after `timeout` s: a guard against a hang only."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+                 timeout: float = 120.0, cwd: Path | None = None) -> Measured:
+    """Run `argv` to its end; its output and its own peak RSS. Killed (its whole process
+    group) after `timeout` s: a guard against a hang only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "rss"
         started = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                env=env)
-        guard = threading.Timer(timeout, proc.kill)
-        guard.start()
+        proc = subprocess.Popen([sys.executable, "-I", "-c", _WRAPPER, str(rss_file), *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                start_new_session=True)
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            guard.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError(f"{argv[-3:]} still running after {timeout} s") from None
         seconds = time.monotonic() - started
-        out.seek(0)
-        err.seek(0)
-        return Measured(proc.returncode, out.read().decode("utf-8", "replace"),
-                        err.read().decode("utf-8", "replace"), usage.ru_maxrss / 1024,
-                        seconds)
+        peak = int(rss_file.read_text()) / 1024 if rss_file.exists() else float("nan")
+    return Measured(proc.returncode, out.decode("utf-8", "replace"),
+                    err.decode("utf-8", "replace"), peak, seconds)

@@ -17,15 +17,7 @@ from console.sdd.project_config import ConfigError, load_config
 from console.sdd.safe_yaml import MAX_YAML_NODES, YamlLimitError, expanded_size, load_yaml
 from console.sdd.tickets import TicketError, parse_ticket
 from tests.conftest import run_cli
-
-
-def alias_bomb(levels: int = 8, width: int = 9, key: str = "role") -> str:
-    """`levels` of `width` aliases each: width**levels values in ~40 bytes a level."""
-    lines = ["title: bomb", 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for level in range(1, levels):
-        lines.append(f"l{level}: &l{level} [" + ",".join([f"*l{level - 1}"] * width) + "]")
-    lines.append(f"{key}: *l{levels - 1}")
-    return "\n".join(lines) + "\n"
+from tests.security.hostile_server import alias_bomb
 
 
 def test_the_alias_bomb_is_a_few_hundred_bytes_standing_for_billions() -> None:
