@@ -61,3 +61,17 @@ async def test_markup_in_a_server_error_is_shown_as_text(
         await pilot.press("j")
         await pilot.pause()
         assert app.is_running
+
+
+@pytest.mark.parametrize("hostile", [{"/tasks": "escapes", "/tasks/e1": "escapes"}],
+                         indirect=True)
+async def test_escapes_and_markup_in_titles_leave_the_console_up(
+        hostile: HostileServer, tmp_path: Path) -> None:
+    app = console_on(hostile, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(TaskTable)
+        await ui_wait(pilot, lambda: len(table.task_ids) == 7, timeout=10)
+        for _ in range(7):  # each row selected in turn: its detail drawn
+            await pilot.press("j")
+            await pilot.pause()
+        assert app.is_running
