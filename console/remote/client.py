@@ -1,9 +1,11 @@
-"""HTTP to a Bernstein task server: auth headers, timeouts, and what a refusal means.
+"""HTTP to a Bernstein task server: auth headers, the routes, and the limits every
+request is held to (`console.remote.limits`: a total deadline, a body cap, bounded paging).
 
 Every failure becomes a `ServerError` whose message is one line naming the URL
 and saying what happened in an operator's words ("token rejected", "server
-draining"), never a traceback. The bearer token lives only in the httpx
-client's headers: it is in no repr, no message and no log line of ours.
+draining", "answer of N bytes refused"; `console.remote.answers`), never a
+traceback. The bearer token lives only in the httpx client's headers: it is in no
+repr, no message and no log line of ours.
 """
 
 from __future__ import annotations
