@@ -26,6 +26,7 @@ from benchmarks import (  # noqa: E402
     engine_throughput,
     first_paint,
     gate_cache,
+    hostile,
     idle,
     latency,
 )
@@ -40,6 +41,7 @@ SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "engine": engine_throughput.run,
     "gate_cache": gate_cache.run,
     "bernstein_live": bernstein_live.run,
+    "hostile": hostile.run,
 }
 
 

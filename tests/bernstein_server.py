@@ -53,6 +53,14 @@ def task_response(task_id: str, title: str, status: str = "open", **fields: Any
     return task
 
 
+def serve(handler: type[BaseHTTPRequestHandler], name: str) -> ThreadingHTTPServer:
+    """An HTTP server on a free port of 127.0.0.1, serving in a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name=name, daemon=True).start()
+    return server
+
+
 class FakeBernstein:
     """The server's data and knobs; `url` once started."""
 
@@ -87,10 +95,7 @@ class FakeBernstein:
         class Handler(_Handler):
             server_state = fake
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="fake-bernstein",
-                         daemon=True).start()
+        self._server = serve(Handler, "fake-bernstein")
         return self
 
     @property

@@ -42,7 +42,8 @@ from console.engine.sla import SlaMonitor, parse_sla
 from console.engine.storage import WriteHealth, is_storage_error, resume_if_writable
 from console.engine.store import TaskStore
 from console.model import EngineEvent, EngineStatus, Task, TaskState
-from console.sdd.confine import UnsafePath, check_sdd_tree, is_safe_id, shown
+from console.sdd.confine import UnsafePath, check_sdd_tree, is_safe_id
+from console.sdd.fields import brief
 from console.sdd.fileio import append_jsonl, atomic_write_json, atomic_write_text
 from console.sdd.gate_config import GateConfigError
 from console.sdd.metric_codec import encode_engine_status
@@ -294,8 +295,8 @@ class Engine:
             return False
         if not (is_safe_id(task.id) and is_safe_id(task.role)):  # both become paths
             self._refused_ids.add(task.id)
-            self.events.error(f"task {shown(task.id)} not run: its id or role "
-                              f"{shown(task.role)} is not a safe id (letters, digits, '.', "
+            self.events.error(f"task {brief(task.id)} not run: its id or role "
+                              f"{brief(task.role)} is not a safe id (letters, digits, '.', "
                               "'_', '-')", task_id=None)
             return False
         deps = self.store.tasks

@@ -23,7 +23,8 @@ from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState, Ticket
-from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path, shown
+from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
+from console.sdd.fields import brief
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
@@ -200,10 +201,10 @@ class Ingestor:
                     if leftover:  # created just before a crash, never moved
                         self._move(c.path, c.path.name)
                     else:
-                        self._refuse(c.path, f"a task with id {shown(c.task_id)} already exists "
+                        self._refuse(c.path, f"a task with id {brief(c.task_id)} already exists "
                                              f"(from {recorded or 'another source'})")
                 elif c.task_id in batch:
-                    self._refuse(c.path, f"id {shown(c.task_id)} is also used by "
+                    self._refuse(c.path, f"id {brief(c.task_id)} is also used by "
                                          f"{batch[c.task_id].path.name}")
                 else:
                     batch[c.task_id] = c
@@ -211,7 +212,7 @@ class Ingestor:
                 try:  # both become paths and branch names: the one confinement check
                     safe_id(tid, "ticket id")
                     if not ROLE.fullmatch(c.ticket.role):
-                        raise UnsafeId(f"role {shown(c.ticket.role)} must be letters, "
+                        raise UnsafeId(f"role {brief(c.ticket.role, 60)} must be letters, "
                                        "digits, '-' or '_'")
                 except UnsafeId as exc:
                     self._refuse(c.path, str(exc))
@@ -231,7 +232,8 @@ class Ingestor:
                                if d not in existing and d not in batch]
                     if unknown:
                         self._refuse(c.path, "depends on unknown task " + ", ".join(
-                            shown(u) for u in unknown[:5]))
+                            brief(u) for u in unknown[:5]) + (
+                            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
                         del batch[tid]
                         changed = True
             now = self.store.clock()
@@ -315,7 +317,7 @@ def close_ticket(paths: SddPaths, task: Task) -> None:
     leaf = name.removeprefix("claimed/")
     try:  # a ticket name from data: one plain file name, inside backlog/, no links
         if "/" in leaf or leaf in ("", ".", ".."):
-            raise UnsafePath(f"{task.id}: metadata.ticket {shown(name)} is not "
+            raise UnsafePath(f"{task.id}: metadata.ticket {brief(name)} is not "
                              "claimed/<file name>")
         claimed = sdd_path(paths.root, "backlog", "claimed", leaf, what="metadata.ticket")
         closed = sdd_path(paths.root, "backlog", "closed", leaf, what="metadata.ticket")

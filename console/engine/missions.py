@@ -25,9 +25,10 @@ from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
-from console.sdd.fields import RecordError, to_epoch
+from console.sdd.fields import RecordError, brief, to_epoch
 from console.sdd.fileio import append_jsonl, read_regular_file
 from console.sdd.paths import Kind, SddPaths
+from console.sdd.safe_yaml import load_yaml
 from console.sdd.tail import JsonlTail
 
 ENDED = frozenset({"done", "closed", "failed", "cancelled", "abandoned", "refused"})
@@ -65,7 +66,7 @@ def _names(value: object, where: str) -> tuple[str, ...]:
         if isinstance(item, dict):
             item = item.get("id") or item.get("title")
         if not isinstance(item, str | int) or isinstance(item, bool):
-            raise ValueError(f"{where} lists {item!r}, not a task id or title")
+            raise ValueError(f"{where} lists {brief(item)}, not a task id or title")
         out.append(str(item))
     return tuple(out)
 
@@ -114,7 +115,7 @@ def load_missions(paths: SddPaths, raw: object) -> tuple[list[Mission], list[str
             problems.append(str(problem))
             continue
         try:
-            missions.append(parse_mission(yaml.safe_load(data), paths.display(path)))
+            missions.append(parse_mission(load_yaml(data.decode("utf-8")), paths.display(path)))
         except (ValueError, TypeError, RecordError, yaml.YAMLError) as exc:
             problems.append(f"{paths.display(path)}: {exc}")
     return missions, problems

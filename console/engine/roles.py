@@ -12,6 +12,7 @@ import yaml
 
 from console.model import Task
 from console.sdd.fileio import read_regular_file
+from console.sdd.safe_yaml import load_yaml
 
 ROLE_DEFAULTS = {
     "manager": ("opus", "max", "Goal decomposition, task planning, sprint review."),
@@ -67,7 +68,7 @@ def load_role(name: str, roles_dir: Path) -> Role:
         raw = _read(directory / "config.yaml", f"{name}/config.yaml")
         if raw:
             try:
-                config = yaml.safe_load(raw) or {}
+                config = load_yaml(raw) or {}
             except yaml.YAMLError:
                 config = {}
             if isinstance(config, dict):

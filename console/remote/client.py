@@ -1,29 +1,38 @@
-"""HTTP to a Bernstein task server: auth headers, timeouts, and what a refusal means.
+"""HTTP to a Bernstein task server: auth headers, the routes, and the limits every
+request is held to (`console.remote.limits`: a total deadline, a body cap, bounded paging).
 
 Every failure becomes a `ServerError` whose message is one line naming the URL
 and saying what happened in an operator's words ("token rejected", "server
-draining"), never a traceback. The bearer token lives only in the httpx
-client's headers: it is in no repr, no message and no log line of ours.
+draining", "answer of N bytes refused"; `console.remote.answers`), never a
+traceback. The bearer token lives only in the httpx client's headers: it is in no
+repr, no message and no log line of ours.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-#: seconds for one ordinary request (connect gets at most CONNECT_S of it)
-DEFAULT_TIMEOUT_S = 10.0
-CONNECT_S = 5.0
-#: the /events stream: the server sends a heartbeat every 15 s, so 45 s of silence is a gap
-STREAM_READ_S = 45.0
-PAGE = 500  # the server's limit cap for GET /tasks
+from console.remote.answers import detail_of, meaning, retry_after_of, transport_meaning
+from console.remote.bounded import Deadline, LimitExceeded, bounded_lines, read_body, shut
+from console.remote.limits import (
+    CONNECT_S,
+    MAX_ERROR_BODY_BYTES,
+    MAX_EVENT_LINE_BYTES,
+    MAX_REMOTE_TASKS,
+    MAX_SYNC_BYTES,
+    PAGE,
+    PAGING_MARGIN,
+    STREAM_READ_S,
+    max_body_bytes,
+    request_deadline_s,
+)
 
 
 class ServerError(Exception):
@@ -53,105 +62,37 @@ def normalise_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _detail(response: httpx.Response) -> str:
-    """The server's `{"detail": …}` as one short line (or the body's start)."""
-    try:
-        body = response.json()
-    except ValueError:
-        text = response.text.strip().splitlines()
-        return text[0][:200] if text else ""
-    detail = body.get("detail", body) if isinstance(body, dict) else body
-    if isinstance(detail, dict):  # e.g. the empty-summary 422: {error, message, …}
-        detail = detail.get("message") or detail.get("error") or json.dumps(detail)
-    elif isinstance(detail, list):  # FastAPI validation errors: [{loc, msg, type}]
-        detail = "; ".join(
-            f"{'.'.join(str(p) for p in item.get('loc', [])[1:])}: {item.get('msg', '')}"
-            if isinstance(item, dict) else str(item) for item in detail[:3])
-    return " ".join(str(detail).split())[:300]
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
-def meaning(status: int, detail: str, retry_after: float | None = None, *,
-            token_sent: bool = True) -> str:
-    """What a refusal means for an operator (reference §5.1 status codes; 3.23.0 answers a
-    wrong token with 401 "Invalid or expired authentication token", not 403)."""
-    said = f" ({detail})" if detail else ""
-    if status == 401 and token_sent:
-        return ("token rejected (401)" + said + ": it must equal the BERNSTEIN_AUTH_TOKEN "
-                "the server was started with")
-    if status == 401:
-        return ("token missing (401)" + said + ": pass --token-file or set "
-                "BERNSTEIN_AUTH_TOKEN; the server must have had BERNSTEIN_AUTH_TOKEN set "
-                "when it started, or every route answers 401")
-    if status == 403:
-        return "token rejected or tenant not allowed (403)" + said
-    if status == 404:
-        return "not found (404)" + said
-    if status == 405:
-        return "the server refuses writes (405, read-only server?)" + said
-    if status == 409:
-        return "task changed meanwhile (409)" + said
-    if status == 413:
-        return "request too large (413)" + said
-    if status == 422:
-        return "the server refused the request as invalid (422)" + said
-    if status == 429:
-        wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
-        return "rate limited by the server (429)" + said + wait
-    if status == 503:
-        return "server draining or not ready (503)" + said
-    if status >= 500:
-        return f"server error ({status})" + said
-    return f"unexpected answer ({status})" + said
-
-
-def _transport_meaning(exc: httpx.HTTPError, timeout: float) -> str:
-    text = str(exc)
-    lowered = text.lower()
-    if isinstance(exc, httpx.ConnectTimeout):
-        return f"no connection within {min(timeout, CONNECT_S):g} s"
-    if isinstance(exc, httpx.TimeoutException):
-        return f"no answer within {timeout:g} s"
-    if "certificate" in lowered or "ssl" in lowered:
-        return ("TLS certificate not verified (" + text[:120] + "); --insecure skips the check "
-                "if you trust this network")
-    if isinstance(exc, httpx.ConnectError):
-        if "refused" in lowered:
-            return "connection refused"
-        if "name or service" in lowered or "nodename" in lowered or "name resolution" in lowered:
-            return "host not found"
-        return f"cannot connect ({text[:120] or type(exc).__name__})"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return f"connection dropped ({text[:120] or 'no reason given'})"
-    return f"{type(exc).__name__}: {text[:160]}"
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class ServerClient:
-    """One Bernstein task server; thread-safe (httpx.Client is)."""
+    """One Bernstein task server; thread-safe (httpx.Client is).
+
+    Every request is held to the limits in `console.remote.limits`: a total deadline
+    (`timeout`, connect to last body byte) and a body cap (`max_body`). Connections are
+    not kept alive between requests, so each request's socket is its own to cut."""
 
     def __init__(self, url: str, *, token: str | None = None, tenant: str | None = None,
-                 verify: bool = True, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+                 verify: bool = True, timeout: float | None = None,
+                 max_body: int | None = None) -> None:
         self.url = normalise_url(url)
         self.tenant = tenant
         self.verify = verify
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else request_deadline_s()
+        self.max_body = max_body if max_body is not None else max_body_bytes()
         self.has_token = bool(token)
         self.last_latency_ms: float | None = None
-        headers = {"Accept": "application/json", "User-Agent": "bernstein-tui"}
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity",
+                   "User-Agent": "bernstein-tui"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if tenant:
             headers["X-Tenant-ID"] = tenant
         self._http = httpx.Client(
             base_url=self.url, headers=headers, verify=verify, follow_redirects=False,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_S)))
+            limits=httpx.Limits(max_keepalive_connections=0),
+            timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, CONNECT_S)))
 
     def __repr__(self) -> str:
         return f"ServerClient({self.url!r}, tenant={self.tenant!r}, token={self.has_token})"
@@ -168,29 +109,47 @@ class ServerClient:
                 params: dict[str, Any] | None = None, ok: tuple[int, ...] = (200, 201)
                 ) -> Any:
         """The decoded JSON answer; ServerError (one line, naming the URL) otherwise."""
+        return self._fetch(method, path, body=body, params=params, ok=ok)[0]
+
+    def _fetch(self, method: str, path: str, *, body: Any = None,
+               params: dict[str, Any] | None = None, ok: tuple[int, ...] = (200, 201)
+               ) -> tuple[Any, int]:
+        """(the decoded JSON answer, its size in bytes), within the deadline and body cap."""
         started = time.perf_counter()
+        with Deadline(self.timeout) as deadline:
+            try:
+                with self._http.stream(method, path, json=body, params=params,
+                                       timeout=deadline.timeouts(CONNECT_S),
+                                       extensions={"trace": deadline.trace}) as response:
+                    if response.status_code not in ok:
+                        raise self._refusal(method, path, response, deadline)
+                    raw = read_body(response, self.max_body, deadline)
+            except httpx.HTTPError as exc:
+                raise ServerError(f"{self.where(path)}: " + transport_meaning(
+                    exc, deadline.seconds, deadline.passed())) from None
+            except LimitExceeded as exc:
+                raise ServerError(f"{method} {self.where(path)}: {exc}") from None
+            finally:
+                self.last_latency_ms = (time.perf_counter() - started) * 1000
+        if not raw:
+            return None, 0
         try:
-            response = self._http.request(method, path, json=body, params=params)
-        except httpx.HTTPError as exc:
-            raise ServerError(f"{self.where(path)}: {_transport_meaning(exc, self.timeout)}"
-                              ) from None
-        finally:
-            self.last_latency_ms = (time.perf_counter() - started) * 1000
-        if response.status_code not in ok:
-            retry_after = _retry_after(response)
-            raise ServerError(
-                f"{method} {self.where(path)}: "
-                + meaning(response.status_code, _detail(response), retry_after,
-                          token_sent=self.has_token),
-                status=response.status_code, retry_after=retry_after)
-        if not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
+            return json.loads(raw), len(raw)
+        except (ValueError, RecursionError):
             raise ServerError(f"{self.where(path)}: answered {response.status_code} with "
                               "something that is not JSON (is this a Bernstein task server?)",
                               status=response.status_code) from None
+
+    def _refusal(self, method: str, path: str, response: httpx.Response,
+                 deadline: Deadline) -> ServerError:
+        """A non-success answer as a ServerError; only the start of its body is read."""
+        raw = read_body(response, MAX_ERROR_BODY_BYTES, deadline, truncate=True)
+        retry_after = retry_after_of(response)
+        return ServerError(
+            f"{method} {self.where(path)}: "
+            + meaning(response.status_code, detail_of(raw), retry_after,
+                      token_sent=self.has_token),
+            status=response.status_code, retry_after=retry_after)
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params={k: v for k, v in params.items()
@@ -213,33 +172,68 @@ class ServerClient:
 
     def counts(self) -> dict[str, int]:
         raw = self._expect(self.get("/tasks/counts"), dict, "/tasks/counts")
-        return {str(k): v for k, v in raw.items() if isinstance(v, int)
-                and not isinstance(v, bool)}
+        return {str(k)[:100]: v for k, v in raw.items() if _is_int(v)}
 
     def tasks_page(self, *, limit: int | None = None, offset: int | None = None,
                    status: str | None = None) -> tuple[list[Any], int | None]:
         """One `GET /tasks`: (records, total). The server answers a bare list without
         paging parameters and `{tasks, total, limit, offset}` with them; both are read
         (total None for the bare list: it is everything)."""
-        body = self.get("/tasks", limit=limit, offset=offset, status=status)
+        records, total, _ = self._tasks_page(limit=limit, offset=offset, status=status)
+        return records, total
+
+    def _tasks_page(self, **params: Any) -> tuple[list[Any], int | None, int]:
+        body, size = self._fetch("GET", "/tasks", params={k: v for k, v in params.items()
+                                                          if v is not None} or None)
         if isinstance(body, list):
-            return body, None
+            return body, None, size
         if isinstance(body, dict) and isinstance(body.get("tasks"), list):
             total = body.get("total")
-            return body["tasks"], total if isinstance(total, int) else None
+            return body["tasks"], total if _is_int(total) else None, size
         raise ServerError(f"{self.where('/tasks')}: expected a list of tasks or "
                           "{tasks, total, limit, offset}, got something else")
 
     def all_tasks(self) -> list[Any]:
-        """Every task of this tenant, page by page."""
+        """Every task of this tenant, page by page, within limits: paging stops at the
+        `total` the pages give, at what /tasks/counts reported plus PAGING_MARGIN (at most
+        MAX_REMOTE_TASKS), and at a page that adds no task not seen before; pages over
+        MAX_SYNC_BYTES together are refused. A task id seen twice is kept once."""
         records: list[Any] = []
-        offset = 0
+        seen: set[str] = set()
+        offset = read = 0
+        bound: int | None = None
         while True:
-            page, total = self.tasks_page(limit=PAGE, offset=offset)
-            records.extend(page)
+            page, total, size = self._tasks_page(limit=PAGE, offset=offset)
+            read += size
+            fresh = 0
+            for record in page:
+                task_id = record.get("id") if isinstance(record, dict) else None
+                if isinstance(task_id, str) and task_id in seen:
+                    continue
+                if isinstance(task_id, str):
+                    seen.add(task_id)
+                    fresh += 1
+                records.append(record)  # one without an id is kept: its problem is shown
             offset += len(page)
-            if total is None or not page or offset >= total:
+            if total is None or not fresh or offset >= total:
                 return records
+            if read > MAX_SYNC_BYTES:
+                raise ServerError(f"GET {self.where('/tasks')}: the task list is over "
+                                  f"{MAX_SYNC_BYTES // 2**20} MB after {offset} tasks; refused")
+            if bound is None:
+                bound = self._paging_bound()
+            if offset >= bound:
+                return records
+
+    def _paging_bound(self) -> int:
+        """How many tasks paging may read: /tasks/counts' total plus PAGING_MARGIN."""
+        try:
+            reported = self.counts().get("total")
+        except ServerError:
+            reported = None
+        if reported is None:
+            return MAX_REMOTE_TASKS
+        return min(max(0, reported) + PAGING_MARGIN, MAX_REMOTE_TASKS)
 
     def task(self, task_id: str) -> dict[str, Any]:
         return self._expect(self.get(f"/tasks/{task_id}"), dict, f"/tasks/{task_id}")
@@ -292,27 +286,30 @@ class ServerClient:
 
     @contextmanager
     def stream(self, path: str = "/events") -> Iterator[StreamLines]:
-        """The lines of an SSE stream; ServerError when it cannot be opened."""
-        timeout = httpx.Timeout(STREAM_READ_S, connect=min(self.timeout, CONNECT_S))
+        """The lines of an SSE stream; ServerError when it cannot be opened. Opening it
+        (connect, headers) is held to the request deadline; then each read to
+        STREAM_READ_S and each line to MAX_EVENT_LINE_BYTES."""
+        deadline = Deadline(self.timeout)
         try:
-            with self._http.stream("GET", path, timeout=timeout,
-                                   headers={"Accept": "text/event-stream"}) as response:
-                if response.status_code != 200:
-                    response.read()
-                    retry_after = _retry_after(response)
-                    raise ServerError(
-                        f"GET {self.where(path)}: "
-                        + meaning(response.status_code, _detail(response), retry_after,
-                                  token_sent=self.has_token),
-                        status=response.status_code, retry_after=retry_after)
+            with deadline, self._http.stream(
+                    "GET", path, timeout=httpx.Timeout(
+                        STREAM_READ_S, connect=min(deadline.remaining(), CONNECT_S)),
+                    headers={"Accept": "text/event-stream"},
+                    extensions={"trace": deadline.trace}) as response:
+                try:
+                    if response.status_code != 200:
+                        raise self._refusal("GET", path, response, deadline)
+                except LimitExceeded as exc:  # the refusal's body outlived the deadline
+                    raise ServerError(f"GET {self.where(path)}: {exc}") from None
                 kind = response.headers.get("content-type", "")
                 if not kind.startswith("text/event-stream"):
                     raise ServerError(f"{self.where(path)}: not an event stream "
-                                      f"(content-type {kind or 'missing'})", status=200)
+                                      f"(content-type {kind[:60] or 'missing'})", status=200)
+                deadline.cancel()  # open: from here the stream's own limits hold
                 yield StreamLines(response, self.where(path))
         except httpx.HTTPError as exc:
-            raise ServerError(f"{self.where(path)}: "
-                              f"{_transport_meaning(exc, STREAM_READ_S)}") from None
+            raise ServerError(f"{self.where(path)}: " + transport_meaning(
+                exc, deadline.seconds, deadline.expired)) from None
 
 
 class StreamLines:
@@ -324,14 +321,16 @@ class StreamLines:
 
     def __iter__(self) -> Iterator[str]:
         try:
-            yield from self.response.iter_lines()
+            yield from bounded_lines(self.response.iter_bytes(), MAX_EVENT_LINE_BYTES,
+                                     STREAM_READ_S)
         except httpx.HTTPError as exc:
-            raise ServerError(f"{self.where}: {_transport_meaning(exc, STREAM_READ_S)}"
+            raise ServerError(f"{self.where}: {transport_meaning(exc, STREAM_READ_S)}"
                               ) from None
+        except LimitExceeded as exc:
+            raise ServerError(f"{self.where}: {exc}; the stream is reset") from None
 
     def abort(self) -> None:
         stream = self.response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
         if sock is not None:
-            with suppress(OSError):  # already closed
-                sock.shutdown(socket.SHUT_RDWR)
+            shut(sock)

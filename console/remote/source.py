@@ -95,6 +95,7 @@ class RemoteSource:
         self._reached = False
         self._last_sync = 0.0
         self._stream: EventStream | None = None
+        self._unanswered = False  # a request of this sync got no answer (deadline, drop)
 
     @property
     def exists(self) -> bool:
@@ -134,6 +135,7 @@ class RemoteSource:
         """Read everything the console shows from the server; the difference as a Delta.
         ServerError when the tasks cannot be read (the state is left as it was)."""
         with self._sync_lock:
+            self._unanswered = False
             records = [_normalise(r) for r in self.client.all_tasks()]
             self._reached = True
             with self.lock:
@@ -153,6 +155,7 @@ class RemoteSource:
         try:
             return read()
         except ServerError as exc:
+            self._unanswered = self._unanswered or exc.unreachable
             with self.lock:
                 return self.state.set_file_error(self.client.where(what), str(exc))
 
@@ -182,6 +185,8 @@ class RemoteSource:
                       if t.status in GATED_STATES][:MAX_GATE_FETCHES]
             gone = [t for t in changed.removed if t in self.state.gate_reports]
         for task_id in wanted:
+            if self._unanswered:  # a server that gave no answer just now: not 50 more tries
+                break
             delta.merge(self._sync_gate(task_id))
         for task_id in gone:
             with self.lock:

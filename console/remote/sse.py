@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from console.remote.bounded import LimitExceeded, size_text
 from console.remote.client import ServerClient, ServerError, StreamLines
+from console.remote.limits import MAX_EVENT_LINE_BYTES
 
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
@@ -35,16 +37,18 @@ class SseEvent:
             return None
 
 
-def parse_events(lines: Iterable[str]) -> Iterator[SseEvent]:
+def parse_events(lines: Iterable[str], max_bytes: int = MAX_EVENT_LINE_BYTES
+                 ) -> Iterator[SseEvent]:
     """Frames from lines (line endings already stripped), per the SSE spec: `:` starts a
     comment, `field: value` (one optional space), data lines join with a newline, a blank
-    line ends the frame; a frame without data is no event; an unfinished frame is dropped."""
-    event, data, last_id = "", [], None
+    line ends the frame; a frame without data is no event; an unfinished frame is dropped.
+    An event whose data grows past `max_bytes` raises LimitExceeded."""
+    event, data, last_id, size = "", [], None, 0
     for line in lines:
         if not line:
             if data:
                 yield SseEvent(event or "message", "\n".join(data), last_id)
-            event, data = "", []
+            event, data, size = "", [], 0
             continue
         if line.startswith(":"):
             continue
@@ -54,6 +58,9 @@ def parse_events(lines: Iterable[str]) -> Iterator[SseEvent]:
         if name == "event":
             event = value
         elif name == "data":
+            size += len(value) + 1
+            if size > max_bytes:
+                raise LimitExceeded(f"an event's data longer than {size_text(max_bytes)}")
             data.append(value)
         elif name == "id" and "\0" not in value:
             last_id = value
@@ -104,6 +111,8 @@ class EventStream:
             except ServerError as exc:
                 reason = str(exc)
                 wait_at_least = exc.retry_after or 0.0
+            except LimitExceeded as exc:
+                reason = f"{self.client.where(self.path)}: {exc}; the stream is reset"
             finally:
                 self._lines = None
             if self.stop.is_set():

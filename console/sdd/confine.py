@@ -24,6 +24,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from console.sdd.fields import brief
+
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SDD = ".sdd"
 
@@ -34,14 +36,6 @@ class UnsafeId(ValueError):
 
 class UnsafePath(OSError):
     """A path built from data that would leave its directory or pass through a link."""
-
-
-def shown(value: object, limit: int = 60) -> str:
-    """A bad value as it goes into a one-line reason: cut first, then quoted with every
-    control character escaped (repr), so neither size nor escapes reach the reader."""
-    text = value if isinstance(value, str) else type(value).__name__
-    cut = text[:limit]
-    return repr(cut) + ("…" if len(text) > limit else "")
 
 
 def is_safe_id(value: object) -> bool:
@@ -59,7 +53,7 @@ def safe_id(value: object, what: str = "id") -> str:
 def _refuse_id(value: object, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise UnsafeId(f"{what} is {'empty' if value == '' else 'missing'}")
-    raise UnsafeId(f"{what} {shown(value)} is not a safe id (letters, digits, '.', '_', "
+    raise UnsafeId(f"{what} {brief(value)} is not a safe id (letters, digits, '.', '_', "
                    "'-'; starting with a letter or digit; no '..'; at most 128 characters)")
 
 
@@ -86,11 +80,11 @@ def within(base: Path, *parts: str | Path, what: str = "path", top: Path | None 
     for part in parts:
         text = os.fspath(part)
         if not text or os.path.isabs(text) or "\0" in text:
-            raise UnsafePath(f"{what} {shown(text)} is not a relative path inside {base.name}/")
+            raise UnsafePath(f"{what} {brief(text)} is not a relative path inside {base.name}/")
     candidate = base.joinpath(*parts)
     normal = Path(os.path.normpath(candidate))
     if normal == base or not normal.is_relative_to(base):
-        raise UnsafePath(f"{what} {shown(os.fspath(Path(*parts)))} leaves {base.name}/")
+        raise UnsafePath(f"{what} {brief(os.fspath(Path(*parts)))} leaves {base.name}/")
     link = _links_between(top if top is not None and base.is_relative_to(top) else base,
                           normal)
     if link is not None:

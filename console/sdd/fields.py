@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import reprlib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -33,9 +34,28 @@ def clean(text: str) -> str:
     return text
 
 
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+def _bounded_repr() -> reprlib.Repr:
+    shape = reprlib.Repr()
+    shape.maxlevel = 3
+    shape.maxlist = shape.maxtuple = shape.maxset = shape.maxfrozenset = shape.maxdeque = 4
+    shape.maxdict = 4
+    shape.maxstring = shape.maxother = shape.maxlong = 60
+    return shape
+
+
+_BOUNDED = _bounded_repr()
+
+
+def brief(value: object, limit: int = 40) -> str:
+    """A bad value as an error shows it: a repr of at most `limit` characters, made with
+    bounded work (nesting, items and string lengths are cut *before* formatting: the
+    full repr of a small YAML alias bomb is gigabytes)."""
+    try:
+        text = _BOUNDED.repr(value)
+    except (ValueError, RecursionError):  # an int too long to convert, and the like
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:max(0, limit - 3)] + "..."
+
 
 
 def req_str(d: Mapping[str, Any], key: str) -> str:
@@ -45,7 +65,7 @@ def req_str(d: Mapping[str, Any], key: str) -> str:
     if value is _MISSING or value is None:
         raise RecordError(f"missing required key '{key}'")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a string, got {brief(value)}")
     text = clean(str(value))
     if not text.strip():
         raise RecordError(f"field '{key}' is empty")
@@ -59,7 +79,7 @@ def opt_str(d: Mapping[str, Any], key: str, default: str | None = None) -> str |
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise RecordError(f"field '{key}': expected a string, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a string, got {brief(value)}")
     return clean(str(value))
 
 
@@ -70,7 +90,7 @@ def str_or(d: Mapping[str, Any], key: str, default: str) -> str:
 
 def _to_int(key: str, value: object) -> int:
     if isinstance(value, bool):
-        raise RecordError(f"field '{key}': expected an integer, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected an integer, got {brief(value)}")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -80,7 +100,7 @@ def _to_int(key: str, value: object) -> int:
             return int(value.strip())
         except ValueError:
             pass
-    raise RecordError(f"field '{key}': expected an integer, got {_show(value)}")
+    raise RecordError(f"field '{key}': expected an integer, got {brief(value)}")
 
 
 def opt_int(d: Mapping[str, Any], key: str, default: int | None = None) -> int | None:
@@ -95,21 +115,21 @@ def int_or(d: Mapping[str, Any], key: str, default: int) -> int:
 
 def _to_float(key: str, value: object) -> float:
     if isinstance(value, bool):
-        raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a number, got {brief(value)}")
     if isinstance(value, (int, float)):
         try:
             number = float(value)
         except OverflowError:
-            raise RecordError(f"field '{key}': number too large, got {_show(value)}") from None
+            raise RecordError(f"field '{key}': number too large, got {brief(value)}") from None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
         except (ValueError, OverflowError):
-            raise RecordError(f"field '{key}': expected a number, got {_show(value)}") from None
+            raise RecordError(f"field '{key}': expected a number, got {brief(value)}") from None
     else:
-        raise RecordError(f"field '{key}': expected a number, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a number, got {brief(value)}")
     if not math.isfinite(number):
-        raise RecordError(f"field '{key}': expected a finite number, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a finite number, got {brief(value)}")
     return number
 
 
@@ -131,7 +151,7 @@ def opt_bool(d: Mapping[str, Any], key: str, default: bool | None = None) -> boo
         return value
     if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
         return value.strip().lower() == "true"
-    raise RecordError(f"field '{key}': expected true or false, got {_show(value)}")
+    raise RecordError(f"field '{key}': expected true or false, got {brief(value)}")
 
 
 def bool_or(d: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -146,11 +166,11 @@ def str_tuple(d: Mapping[str, Any], key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if not isinstance(value, (list, tuple)):
-        raise RecordError(f"field '{key}': expected a list of strings, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected a list of strings, got {brief(value)}")
     out = []
     for item in value:
         if isinstance(item, bool) or not isinstance(item, (str, int)):
-            raise RecordError(f"field '{key}': expected a list of strings, got item {_show(item)}")
+            raise RecordError(f"field '{key}': expected a list of strings, got item {brief(item)}")
         out.append(clean(str(item)))
     return tuple(out)
 
@@ -160,7 +180,7 @@ def mapping(d: Mapping[str, Any], key: str) -> MappingProxyType[str, Any]:
     if value is None:
         return MappingProxyType({})
     if not isinstance(value, dict):
-        raise RecordError(f"field '{key}': expected an object, got {_show(value)}")
+        raise RecordError(f"field '{key}': expected an object, got {brief(value)}")
     return MappingProxyType(value)
 
 
@@ -186,7 +206,7 @@ def to_epoch(key: str, value: object) -> float:
             when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
             raise RecordError(
-                f"field '{key}': expected epoch seconds or an ISO-8601 time, got {_show(value)}"
+                f"field '{key}': expected epoch seconds or an ISO-8601 time, got {brief(value)}"
             ) from None
         return to_epoch(key, when)
     return _to_float(key, value)

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.sdd.fields import brief
+
 CONDITIONS = ("always", "python_changed", "tests_changed", "any_changed", "deps_changed")
 LEGACY_CONDITIONS = {"changed_files.any('.py')": "python_changed",
                      'changed_files.any(".py")': "python_changed"}
@@ -116,11 +118,11 @@ def _typed(key: str, value: Any) -> Any:
     if key in _BOOLS and not isinstance(value, bool):
         if key == "benchmark" and isinstance(value, dict):
             return value
-        raise GateConfigError(f"{where} must be true or false, got {value!r}")
+        raise GateConfigError(f"{where} must be true or false, got {brief(value)}")
     if key in _STRINGS and not isinstance(value, str):
-        raise GateConfigError(f"{where} must be a string, got {value!r}")
+        raise GateConfigError(f"{where} must be a string, got {brief(value)}")
     if key in _NUMBERS and (isinstance(value, bool) or not isinstance(value, int | float)):
-        raise GateConfigError(f"{where} must be a number, got {value!r}")
+        raise GateConfigError(f"{where} must be a number, got {brief(value)}")
     if key in _LISTS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
         raise GateConfigError(f"{where} must be a list of strings")
     return value

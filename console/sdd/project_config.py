@@ -159,7 +159,11 @@ def load_config(root: Path) -> ProjectConfig:
     try:
         import yaml  # here, not at start-up: most runs of the console never read it
 
-        raw = yaml.safe_load(data.decode("utf-8"))
+        from console.sdd.safe_yaml import YamlLimitError, load_yaml
+
+        raw = load_yaml(data.decode("utf-8"))
+    except YamlLimitError as exc:
+        raise ConfigError(f"bernstein.yaml refused: {exc}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"bernstein.yaml is not valid YAML: {str(exc).splitlines()[0]}") from None
     if raw is None:

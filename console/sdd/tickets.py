@@ -22,6 +22,7 @@ from console.model import Ticket
 from console.sdd.fields import (
     RecordError,
     bool_or,
+    brief,
     int_or,
     opt_epoch,
     opt_float,
@@ -87,8 +88,16 @@ def _yaml():  # type: ignore[no-untyped-def]
 
 
 def _load_yaml(text: str) -> Any:
-    yaml = _yaml()
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """The YAML within the limits of console.sdd.safe_yaml (alias expansion, size)."""
+    from console.sdd.safe_yaml import load_yaml
+
+    return load_yaml(text)
+
+
+def _limit_error() -> type[Exception]:
+    from console.sdd.safe_yaml import YamlLimitError
+
+    return YamlLimitError
 
 
 def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
@@ -129,6 +138,8 @@ def _front_matter(source: str, text: str) -> Ticket | TicketError | None:
         return TicketError(source, "front matter opened with '---' is never closed")
     try:
         fields = _load_yaml(text[3:end])
+    except _limit_error() as exc:
+        return TicketError(source, f"front matter refused: {exc}")
     except _yaml().YAMLError as exc:
         if heading(text):  # Bernstein falls back to the Markdown form
             return None
@@ -169,6 +180,8 @@ def _parse(source: str, text: str) -> Ticket | TicketError:
         return _markdown(source, stripped)
     try:
         fields = _load_yaml(stripped)
+    except _limit_error() as exc:
+        return TicketError(source, f"YAML refused: {exc}")
     except _yaml().YAMLError as exc:
         fields = None
         yaml_reason: str | None = _yaml_reason(exc)
@@ -208,4 +221,5 @@ def parse_ticket(data: bytes | str, source: str) -> Ticket | TicketError:
     except _yaml().YAMLError as exc:
         return TicketError(source, f"not valid YAML: {_yaml_reason(exc)}")
     except Exception as exc:  # PyYAML raises KeyError & co. on odd explicit tags
-        return TicketError(source, f"unreadable ticket: {type(exc).__name__}: {exc}")
+        return TicketError(source, f"unreadable ticket: {type(exc).__name__}: "
+                                   f"{brief(str(exc), 200)}")
