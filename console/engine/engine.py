@@ -85,6 +85,7 @@ class Engine:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")
         self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
+        self.repo.on_note = self.events.warning  # agents' git config put back: said once
         protect_environment()
         if not self.paths.sdd.is_dir():
             init_project(self.paths.root)
