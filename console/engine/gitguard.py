@@ -109,7 +109,7 @@ class GitMetaGuard:
         if name.startswith("config"):
             old, new = _keys(_data(before)), _keys(_data(now))
             keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-            shown = ", ".join(keys[:8]) + (", …" if len(keys) > 8 else "")
+            shown = ", ".join(keys[:12]) + (", …" if len(keys) > 12 else "")
             return f"{name}: {shown or 'rewritten'}"
         if before is None:
             return f"{name} added"
