@@ -73,7 +73,7 @@ def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S
     try:
         pattern = regex.compile(needle[1:-1], flags=regex.VERSION0)
     except (regex.error, ValueError, OverflowError) as exc:
-        raise RegexRefused(f"pattern {needle!r} is not a valid regular expression: "
+        raise RegexRefused("the pattern is not a valid regular expression: "
                            f"{str(exc).splitlines()[0]}") from None
     deadline = time.monotonic() + time_limit_s
     try:
@@ -82,8 +82,8 @@ def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S
                     line, timeout=max(0.001, deadline - time.monotonic())):
                 return True
     except TimeoutError:
-        raise RegexRefused(f"pattern {needle!r} took longer than {time_limit_s:g} s on this "
-                           "file (catastrophic backtracking?); not a match") from None
+        raise RegexRefused(f"the pattern took longer than {time_limit_s:g} s on this file "
+                           "(catastrophic backtracking?); not a match") from None
     return False
 
 
