@@ -76,6 +76,8 @@ class GitMetaGuard:
     def _files(self) -> set[str]:
         names = set(GUARDED)
         hooks = self.git_dir / HOOKS
+        if hooks.is_symlink():
+            return names  # never listed through a link (see _unlink_dirs)
         with contextlib.suppress(OSError):
             names |= {f"{HOOKS}/{p.name}" for p in hooks.iterdir()
                       if p.is_symlink() or p.is_file()}
@@ -91,7 +93,7 @@ class GitMetaGuard:
         """Restore what changed; the one line saying so, or None when nothing did."""
         with self._lock:
             self._active = max(0, self._active - 1)
-            changed = []
+            changed = self._unlink_dirs()
             for name in sorted(self._files() | set(self._saved)):
                 before = self._saved.get(name)
                 now = _state(self.git_dir / name)
@@ -103,6 +105,19 @@ class GitMetaGuard:
             return None
         return ("an agent changed the repository's git metadata (" + "; ".join(changed)
                 + "); put back as it was before the run")
+
+    def _unlink_dirs(self) -> list[str]:
+        """hooks/ or info/ turned into a link (to the operator's home, say): the link goes
+        and a real directory takes its place, so nothing is restored or removed through it."""
+        said = []
+        for name in (HOOKS, "info"):
+            path = self.git_dir / name
+            if path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    path.mkdir()
+                said.append(f"{name}/ was made a link")
+        return said
 
     @staticmethod
     def _describe(name: str, before: State | None, now: State | None) -> str:

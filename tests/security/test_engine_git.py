@@ -142,3 +142,39 @@ def test_an_agents_git_config_runs_nothing_in_the_engine_and_is_put_back(tmp_pat
     (root / "README.md").write_text("after\n")
     git(root, "commit", "-qam", "operator commits")
     assert sorted(p.name for p in markers.glob("*.env")) == []
+
+
+LINKING_AGENT = r'''
+import os, shutil, subprocess
+common = subprocess.run(["git", "rev-parse", "--git-common-dir"], check=True,
+                        capture_output=True, text=True).stdout.strip()
+hooks = os.path.join(common, "hooks")
+shutil.rmtree(hooks)
+os.symlink(os.environ["VICTIM_DIR"], hooks)  # the shared hooks dir now points outside
+with open("work.txt", "w") as handle:
+    handle.write("done\n")
+'''
+
+
+def test_a_hooks_dir_turned_into_a_link_is_never_followed(tmp_path: Path) -> None:
+    root = make_repo(tmp_path)
+    victim = tmp_path / "victim"  # stands for the operator's home
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me\n")
+    agent = tmp_path / "linking_agent.py"
+    agent.write_text(LINKING_AGENT.replace('os.environ["VICTIM_DIR"]', repr(str(victim))))
+    _use_agent(root, agent)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "project set up")
+    ticket(root, "t1", id="T1", title="Links", description="link the hooks dir")
+    run = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                          "--until-idle"], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (victim / "precious.txt").read_text() == "keep me\n"  # nothing removed through it
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+    hooks = root / ".git" / "hooks"
+    assert hooks.is_dir() and not hooks.is_symlink()
+    assert any(p.name.endswith(".sample") for p in hooks.iterdir())  # git's samples back
+    events = [r["message"] for _, r in JsonlTail(
+        root / ".sdd" / "runtime" / "engine_events.jsonl").read().records]
+    assert any("hooks/ was made a link" in m for m in events), events
