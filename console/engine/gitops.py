@@ -40,9 +40,9 @@ class _Git:
         self.cwd = cwd
         self.marker = marker
 
-    def execute(self, argv: Sequence[str]) -> str:
+    def execute(self, argv: Sequence[str], *, work_tree: bool = True) -> str:
         assert argv[0] == "git"
-        return run_git(argv[1:], self.cwd, marker=self.marker)
+        return run_git(argv[1:], self.cwd, marker=self.marker, work_tree=work_tree)
 
 
 class GitRepo:
@@ -59,7 +59,7 @@ class GitRepo:
         try:
             bare, git_dir, common = self._git().execute(
                 ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                 "--git-common-dir"]).splitlines()[:3]
+                 "--git-common-dir"], work_tree=False).splitlines()[:3]
         except (GitFailed, ValueError):
             raise EngineError(f"{root} is not a git repository; the engine needs one "
                               "(the console still watches)") from None
@@ -67,11 +67,14 @@ class GitRepo:
             raise EngineError(f"{root} is a bare repository; the engine needs a checkout")
         self.git_dir = Path(git_dir)
         self.common_dir = (root / common).resolve()
-        top = Path(self._git().execute(["git", "rev-parse", "--show-toplevel"]))
-        if top.resolve() != root.resolve():
+        try:
+            top = self._git().execute(["git", "rev-parse", "--show-toplevel"], work_tree=False)
+        except GitFailed as exc:
+            raise EngineError(f"git cannot open {root}: {exc.line}") from None
+        if Path(top).resolve() != root.resolve():
             raise EngineError(f"{root} is not a git repository (it is inside {top}); the "
                               "engine needs the project to be its own repository")
-        self.root = top
+        self.root = Path(top)
         # one git command at a time for anything that touches shared repository
         # metadata (worktree admin dirs, branch refs, the base checkout)
         self.lock = threading.RLock()

@@ -118,20 +118,25 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
     return pairs
 
 
-def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = None
-             ) -> list[str]:
-    """`git` with every override for a command run in `cwd`."""
+def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = None, *,
+             work_tree: bool = True) -> list[str]:
+    """`git` with every override for a command run in the checkout `cwd`. The work tree
+    is named, so a `core.worktree` planted in the config cannot point git's checkout,
+    merge or reset at a directory outside the project (work_tree=False only to find out
+    whether `cwd` is a checkout at all)."""
     overrides = driver_overrides(cwd, env if env is not None else git_env())
-    return ["git", "--no-pager", *_options([*SAFE_CONFIG, *overrides]), *args]
+    where = [f"--work-tree={cwd}"] if work_tree else []
+    return ["git", "--no-pager", *where, *_options([*SAFE_CONFIG, *overrides]), *args]
 
 
 def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,
-            timeout_s: float | None = None) -> str:
+            timeout_s: float | None = None, work_tree: bool = True) -> str:
     """Run one git command safely; its stdout, or GitFailed with its last line."""
     env = git_env(marker)
     try:
-        done = subprocess.run(git_argv(cwd, args, env), cwd=cwd, env=env, capture_output=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)
+        done = subprocess.run(git_argv(cwd, args, env, work_tree=work_tree), cwd=cwd, env=env,
+                              capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s,
+                              check=False)
     except subprocess.TimeoutExpired:
         raise GitFailed(args, -1, f"git {args[0]} timed out after {timeout_s:.0f} s") from None
     except OSError as exc:

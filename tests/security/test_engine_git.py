@@ -57,6 +57,9 @@ config("diff.evil.command", dump("diff-command"))
 config("diff.evil.textconv", dump("textconv"))
 config("merge.evil.driver", dump("merge-driver"))
 config("core.pager", dump("pager"))
+elsewhere = os.path.join(markers, "elsewhere")  # the engine's merge must not write here
+os.makedirs(elsewhere, exist_ok=True)
+config("core.worktree", elsewhere)
 print("planted")
 '''
 
@@ -123,6 +126,7 @@ def test_an_agents_git_config_runs_nothing_in_the_engine_and_is_put_back(tmp_pat
     assert (root / "work.txt").read_text() == "the agent's work\n"  # merged, no filter ran
     ran = sorted(p.name for p in markers.glob("*.env"))
     assert ran == [], f"repository-controlled programs ran: {ran}"
+    assert list((markers / "elsewhere").iterdir()) == []  # core.worktree not followed
     # put back as it was: the config byte for byte, the planted shared hook removed
     assert (root / ".git" / "config").read_bytes() == config_before
     assert sorted(p.name for p in (root / ".git" / "hooks").iterdir()) == hooks_before
@@ -130,8 +134,8 @@ def test_an_agents_git_config_runs_nothing_in_the_engine_and_is_put_back(tmp_pat
         root / ".sdd" / "runtime" / "engine_events.jsonl").read().records]
     notes = [m for m in events if "changed the repository's git metadata" in m]
     assert len(notes) == 1, events
-    for key in ("core.fsmonitor", "core.hookspath", "filter.evil.clean", "diff.external",
-                "merge.evil.driver", "hooks/post-merge added"):
+    for key in ("core.fsmonitor", "core.hookspath", "core.worktree", "filter.evil.clean",
+                "diff.external", "merge.evil.driver", "hooks/post-merge added"):
         assert key in notes[0], notes[0]
     assert "\n" not in notes[0]
     # every git process the engine started got no secret (the agent's own, neither)
