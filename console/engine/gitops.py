@@ -175,7 +175,7 @@ class GitRepo:
                 cmd.execute(["git", *IDENTITY, "merge", "--no-ff", "--no-edit", "-q", "-m",
                              message, branch])
             except GitFailed as exc:
-                conflicts = ()
+                conflicts: tuple[str, ...] = ()
                 with contextlib.suppress(GitFailed):
                     conflicts = tuple(n for n in cmd.execute(
                         ["git", "diff", "--name-only", "--diff-filter=U"]).splitlines() if n)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import regex
+import regex  # type: ignore[import-untyped]
 
 from console.engine.agents.process import AgentCommand, run_agent
 from console.engine.llm import LlmClient, LlmUnavailable
@@ -98,7 +98,7 @@ class Janitor:
               log_path: Path, diff: str = "", cancel: threading.Event | None = None
               ) -> list[SignalResult]:
         """Each signal's verdict; test_passes output is appended to `log_path`."""
-        results = []
+        results: list[SignalResult] = []
         for signal in signals:
             if signal.type == "llm_judge" and any(not r.passed for r in results):
                 results.append(SignalResult(signal, False, "skipped: other signals failed"))

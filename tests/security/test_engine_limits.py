@@ -5,6 +5,7 @@ operator's shell, any `sleep`) or a FIFO does not stop or hang the engine."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from console.engine.orphans import proc_start_ticks
 from tests.engine_kit import make_repo, tasks, ticket
 
 
@@ -84,4 +86,26 @@ def test_a_pid_file_that_is_not_bernstein_does_not_stop_the_engine(tmp_path: Pat
         sleeper.wait()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "run by a live bernstein" not in run.stdout + run.stderr
+    assert tasks(root)["T1"].status == "done"
+
+
+def test_a_planted_agent_pid_file_kills_nothing_the_engine_did_not_start(tmp_path: Path
+                                                                         ) -> None:
+    """runtime/pids/*.json is data too: naming a live process of the operator's (right
+    pid, right start time) must not get it killed as a dead engine's agent."""
+    root = make_repo(tmp_path)
+    ticket(root, "t1", id="T1", title="Work", description="write out.txt done")
+    bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        ticks = proc_start_ticks(bystander.pid)
+        pids = root / ".sdd" / "runtime" / "pids"
+        pids.mkdir(parents=True, exist_ok=True)
+        (pids / "planted.json").write_text(json.dumps(
+            {"pgid": bystander.pid, "start_ticks": ticks, "session": "s", "task_id": "T1"}))
+        run = _run(root, tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert bystander.poll() is None, "the engine killed a process it never started"
+    finally:
+        bystander.kill()
+        bystander.wait()
     assert tasks(root)["T1"].status == "done"
