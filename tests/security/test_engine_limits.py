@@ -36,6 +36,9 @@ def test_a_catastrophic_regex_fails_its_signal_and_the_engine_carries_on(tmp_pat
            description="write small.txt hello",
            completion_signals=[{"type": "file_contains", "path": "small.txt",
                                 "contains": "/(unclosed/"}])
+    ticket(root, "r3", id="R3", title="Glob that walks the tree again and again",
+           max_retries=0, description="write deep/a/b/c/x.txt hello",
+           completion_signals=[{"type": "glob_exists", "value": "**/**/**/**/x.txt"}])
     ticket(root, "ok", id="OK", title="Ordinary work after it", depends_on=["R1"],
            description="write fine.txt hello 1",
            completion_signals=[{"type": "file_contains", "path": "fine.txt",
@@ -44,7 +47,8 @@ def test_a_catastrophic_regex_fails_its_signal_and_the_engine_carries_on(tmp_pat
     assert run.returncode == 0, run.stdout + run.stderr
     state = tasks(root)
     for task_id, reason in (("R1", "took longer than 2 s"),
-                            ("R2", "is not a valid regular expression")):
+                            ("R2", "is not a valid regular expression"),
+                            ("R3", "more than 2 '**' parts")):
         task = state[task_id]
         assert task.status == "failed", (task.status, task.result_summary)
         assert reason in (task.result_summary or ""), task.result_summary
