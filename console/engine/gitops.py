@@ -53,6 +53,7 @@ class GitRepo:
             raise EngineError("git is not installed (not found on PATH); the engine needs it "
                               "(the console still watches)")
         self.root = root
+        self.marker = root  # as the engine's other processes carry it (orphans.reap_orphans)
         if not root.is_dir():
             raise EngineError(f"{root} is not a git repository; the engine needs one "
                               "(the console still watches)")
@@ -101,7 +102,7 @@ class GitRepo:
         return True
 
     def _git(self, cwd: Path | None = None) -> _Git:
-        return _Git(cwd or self.root, self.root)
+        return _Git(cwd or self.root, self.marker)
 
     def branch_exists(self, branch: str) -> bool:
         return self._valid(f"refs/heads/{branch}")
