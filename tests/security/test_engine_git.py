@@ -182,3 +182,27 @@ def test_a_hooks_dir_turned_into_a_link_is_never_followed(tmp_path: Path) -> Non
     events = [r["message"] for _, r in JsonlTail(
         root / ".sdd" / "runtime" / "engine_events.jsonl").read().records]
     assert any("hooks/ was made a link" in m for m in events), events
+
+
+def test_the_gates_command_runs_no_program_the_repository_config_names(tmp_path: Path
+                                                                        ) -> None:
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    (root / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    (root / "README.md").write_text("# changed\n")  # a working-tree diff for the gates
+    (root / "new.py").write_text("x = 1\n")
+    dump = f"sh -c 'env > {markers}/{{}}.env; cat' --"
+    for key, name in (("core.fsmonitor", "fsmonitor"), ("filter.evil.clean", "clean"),
+                      ("filter.evil.smudge", "smudge"), ("diff.external", "external"),
+                      ("diff.evil.textconv", "textconv"), ("core.pager", "pager")):
+        git(root, "config", key, dump.format(name))
+    env = {**os.environ, "OPENAI_API_KEY": CANARY}
+    run = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "gates", "--json"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.stdout.strip().startswith("{"), run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert report["results"], report  # the gates did look at the diff
+    assert sorted(p.name for p in markers.glob("*.env")) == []
