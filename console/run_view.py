@@ -1,13 +1,13 @@
 """`bernstein-tui run`: the engine without the console, with rich progress.
 
 A line per engine event, and (on a terminal) a live table of running tasks
-with state, model and elapsed time. Ctrl-C or SIGTERM stops cleanly: agents are
+with state, model and elapsed time. Ctrl-C, SIGTERM or SIGHUP stops cleanly: agents are
 killed and their tasks go back to open.
 """
 
 from __future__ import annotations
 
-import signal
+import contextlib
 import time
 from collections import Counter
 from pathlib import Path
@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from console.engine.engine import Engine
+from console.engine.lifecycle import stop_signals_ignored, stop_signals_interrupt
 from console.model import EngineEvent, TaskState, state_label
 
 LEVEL_MARK = {"info": "·", "warning": "⚠", "error": "✗"}
@@ -53,43 +54,37 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
     def echo(event: EngineEvent) -> None:
         mark = LEVEL_MARK.get(event.level, "·")
         where = f" [{event.file}]" if event.file else ""
-        out.print(f"{time.strftime('%H:%M:%S')} {mark} {event.message}{where}",
-                  markup=False, highlight=False, soft_wrap=True)
+        with contextlib.suppress(OSError):  # a terminal that hung up must not stop a stop
+            out.print(f"{time.strftime('%H:%M:%S')} {mark} {event.message}{where}",
+                      markup=False, highlight=False, soft_wrap=True)
 
     engine = Engine(root, workers=workers, echo=echo)
     engine.start()
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     interrupted = False
-    try:
-        live = (Live(get_renderable=lambda: Group(_counts_line(engine), _running_table(engine)),
-                     console=out, refresh_per_second=4, transient=True)
-                if out.is_terminal else None)
+    with stop_signals_interrupt():  # SIGHUP (terminal gone) and SIGTERM: like Ctrl-C
         try:
-            if live is not None:
-                live.start()
-            if until_idle:
-                engine.run_until_idle()
-            else:
-                engine.stopping.wait()
+            live = (Live(get_renderable=lambda: Group(_counts_line(engine),
+                                                      _running_table(engine)),
+                         console=out, refresh_per_second=4, transient=True)
+                    if out.is_terminal else None)
+            try:
+                if live is not None:
+                    live.start()
+                if until_idle:
+                    engine.run_until_idle()
+                else:
+                    engine.stopping.wait()
+            finally:
+                if live is not None:
+                    with contextlib.suppress(OSError):  # a terminal that hung up
+                        live.stop()
+        except KeyboardInterrupt:
+            interrupted = True
+            with contextlib.suppress(OSError):
+                out.print("stopping: killing running agents and reopening their tasks …")
         finally:
-            if live is not None:
-                live.stop()
-    except KeyboardInterrupt:
-        interrupted = True
-        out.print("stopping: killing running agents and reopening their tasks …")
-    finally:
-        # a second Ctrl-C must not cut the stop short and leave agents running
-        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        try:
-            engine.stop()
-        finally:
-            signal.signal(signal.SIGINT, previous_int)
-            signal.signal(signal.SIGTERM, previous)
-    out.print(_counts_line(engine), highlight=False)
+            with stop_signals_ignored():  # a second signal must not leave agents running
+                engine.stop()
+    with contextlib.suppress(OSError):
+        out.print(_counts_line(engine), highlight=False)
     return engine, interrupted

@@ -94,8 +94,13 @@ def test_lock_refuses_a_live_holder_and_takes_over_a_dead_one(project: Path) -> 
         holder.kill()
 
 
-def test_a_live_bernstein_owns_the_project(project: Path) -> None:
-    sleeper = subprocess.Popen(["sleep", "30"])
+def test_a_live_bernstein_owns_the_project(project: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "bernstein"  # `bernstein serve` as Bernstein is launched
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(30)\n")
+    sleeper = subprocess.Popen([sys.executable, str(fake), "serve", "--port", "8052"])
+    while b"serve" not in Path(f"/proc/{sleeper.pid}/cmdline").read_bytes():
+        time.sleep(0.01)  # until its exec: before, /proc shows the forking pytest
     try:
         (project / ".sdd" / "runtime" / "server.pid").write_text(f"{sleeper.pid}\n")
         with pytest.raises(OwnedElsewhere, match=f"bernstein server \\(pid {sleeper.pid}"):

@@ -22,7 +22,7 @@ from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
 from console.engine.chain import ChainKeeper
-from console.engine.errors import EngineError, IllegalTransition, Untrusted
+from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gates.cache import GateCache
@@ -35,6 +35,7 @@ from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
 from console.engine.missions import MissionKeeper, load_missions, mission_deadlines
 from console.engine.orphans import PROJECT_MARKER, protect_environment
+from console.engine.preflight import preflight
 from console.engine.recovery import recover
 from console.engine.reflection import Reflector
 from console.engine.review import MultiJudgeReview, parse_review
@@ -42,7 +43,7 @@ from console.engine.sla import SlaMonitor, parse_sla
 from console.engine.storage import WriteHealth, is_storage_error, resume_if_writable
 from console.engine.store import TaskStore
 from console.model import EngineEvent, EngineStatus, Task, TaskState
-from console.sdd.confine import UnsafePath, check_sdd_tree, is_safe_id
+from console.sdd.confine import is_safe_id
 from console.sdd.fields import brief
 from console.sdd.fileio import append_jsonl, atomic_write_json, atomic_write_text
 from console.sdd.gate_config import GateConfigError
@@ -89,21 +90,12 @@ class Engine:
 
     def start(self, *, create: bool = True) -> None:
         """Take ownership and start the threads; raises OwnedElsewhere or EngineError."""
-        if not self.trusted:  # DESIGN §7: none of the project's code runs before trust
-            from console.sdd.trust import check
-
-            status = check(self.paths.root)
-            if not status.trusted:
-                raise Untrusted(status.reason)
+        preflight(self.paths.root, trusted=self.trusted)  # trust; no links in .sdd/
         if not self.paths.sdd.is_dir() and not create:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")
         self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
-        try:  # a committed .sdd/worktrees -> ../.. must not turn clean-up into rm -rf
-            check_sdd_tree(self.paths.root)
-        except UnsafePath as exc:
-            raise EngineError(f"{exc}; the engine does not start (the console still "
-                              "watches)") from None
+        self.repo.on_note = self.events.warning  # agents' git config put back: said once
         protect_environment()
         if not self.paths.sdd.is_dir():
             init_project(self.paths.root)

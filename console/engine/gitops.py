@@ -1,7 +1,10 @@
-"""Git for the engine (gitpython): one worktree and branch per attempt, merge into base.
+"""Git for the engine: one worktree and branch per attempt, merge into base.
 
 Merges happen in the project's own checkout of the base branch, one at a time;
-a conflict aborts the merge and names the conflicting files.
+a conflict aborts the merge and names the conflicting files. Every command goes
+through safegit (minimal environment, no repository-controlled programs), and what
+an agent writes into the repository's config or hooks is put back when its
+attempt ends (gitguard).
 """
 
 from __future__ import annotations
@@ -11,15 +14,13 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")  # no git: our own one-line error, below
-
-import git
-
 from console.engine.errors import EngineError
-from console.engine.orphans import PROJECT_MARKER
+from console.engine.gitguard import GitMetaGuard
+from console.engine.safegit import NO_DIFF_PROGRAMS, GitFailed, run_git
 from console.sdd.confine import remove_tree
 
 IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid",
@@ -34,10 +35,16 @@ class MergeResult:
     files: tuple[str, ...] = ()
 
 
-def _short(exc: git.GitCommandError) -> str:
-    text = (exc.stderr or exc.stdout or str(exc)).strip().replace("stderr: ", "").strip("'\n ")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else str(exc)
+class _Git:
+    """Commands run in one directory, marked as the engine's (for the orphan reaper)."""
+
+    def __init__(self, cwd: Path, marker: Path) -> None:
+        self.cwd = cwd
+        self.marker = marker
+
+    def execute(self, argv: Sequence[str], *, work_tree: bool = True) -> str:
+        assert argv[0] == "git"
+        return run_git(argv[1:], self.cwd, marker=self.marker, work_tree=work_tree)
 
 
 class GitRepo:
@@ -47,58 +54,77 @@ class GitRepo:
         if shutil.which("git") is None:
             raise EngineError("git is not installed (not found on PATH); the engine needs it "
                               "(the console still watches)")
+        self.root = root
+        self.marker = root  # as the engine's other processes carry it (orphans.reap_orphans)
+        if not root.is_dir():
+            raise EngineError(f"{root} is not a git repository; the engine needs one "
+                              "(the console still watches)")
         try:
-            self.repo = git.Repo(root)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            bare, git_dir, common = self._git().execute(
+                ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                 "--git-common-dir"], work_tree=False).splitlines()[:3]
+        except (GitFailed, ValueError):
             raise EngineError(f"{root} is not a git repository; the engine needs one "
                               "(the console still watches)") from None
-        except git.GitError as exc:
-            raise EngineError(f"git cannot open {root}: {exc}") from None
-        if self.repo.bare:
+        if bare == "true":
             raise EngineError(f"{root} is a bare repository; the engine needs a checkout")
-        self.root = Path(self.repo.working_tree_dir or root)
+        self.git_dir = Path(git_dir)
+        self.common_dir = (root / common).resolve()
+        try:
+            top = self._git().execute(["git", "rev-parse", "--show-toplevel"], work_tree=False)
+        except GitFailed as exc:
+            raise EngineError(f"git cannot open {root}: {exc.line}") from None
+        if Path(top).resolve() != root.resolve():
+            raise EngineError(f"{root} is not a git repository (it is inside {top}); the "
+                              "engine needs the project to be its own repository")
+        self.root = Path(top)
         # one git command at a time for anything that touches shared repository
         # metadata (worktree admin dirs, branch refs, the base checkout)
         self.lock = threading.RLock()
-        if not self.repo.head.is_valid():
+        self.meta = GitMetaGuard(self.common_dir)
+        self.on_note: Callable[[str], None] | None = None  # where put-back notes are said
+        self._guarded: set[Path] = set()  # attempts' worktrees, while they run
+        if not self._valid("HEAD"):
             raise EngineError(f"{root} has no commits yet; commit once so agents can branch "
                               "from it")
         self.base = base_branch or self._current_branch()
 
     def _current_branch(self) -> str:
         try:
-            return self.repo.active_branch.name
-        except TypeError:
+            return self._git().execute(["git", "symbolic-ref", "--short", "-q", "HEAD"])
+        except GitFailed:
             raise EngineError("the project's HEAD is detached; set base_branch in "
                               "bernstein.yaml") from None
 
-    def _git(self, cwd: Path | None = None) -> git.Git:
-        command = git.Git(str(cwd or self.root))
-        command.update_environment(**{PROJECT_MARKER: str(self.root)})
-        return command
-
-    def branch_exists(self, branch: str) -> bool:
+    def _valid(self, ref: str) -> bool:
         try:
-            self._git().execute(["git", "rev-parse", "--verify", "--quiet",
-                                 f"refs/heads/{branch}"])
-        except git.GitCommandError:
+            self._git().execute(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"])
+        except GitFailed:
             return False
         return True
+
+    def _git(self, cwd: Path | None = None) -> _Git:
+        return _Git(cwd or self.root, self.marker)
+
+    def branch_exists(self, branch: str) -> bool:
+        return self._valid(f"refs/heads/{branch}")
 
     def add_worktree(self, path: Path, branch: str) -> None:
         cmd = self._git()
         with self.lock:
             try:
                 self._add_worktree(cmd, path, branch)
-            except git.GitCommandError:
+            except GitFailed:
                 self._drop_broken_admin_dirs()  # left by a git killed mid-way; then once more
                 try:
                     self._add_worktree(cmd, path, branch)
-                except git.GitCommandError as exc:
+                except GitFailed as exc:
                     raise EngineError(f"cannot create worktree {path.name} on {branch}: "
-                                      f"{_short(exc)}") from None
+                                      f"{exc.line}") from None
+            self.meta.begin()  # before its agent can write the shared config or hooks
+            self._guarded.add(path)
 
-    def _add_worktree(self, cmd: git.Git, path: Path, branch: str) -> None:
+    def _add_worktree(self, cmd: _Git, path: Path, branch: str) -> None:
         if path.exists():
             self.remove_worktree(path)
         if self.branch_exists(branch):
@@ -107,7 +133,7 @@ class GitRepo:
 
     def _drop_broken_admin_dirs(self) -> None:
         """Worktree admin dirs missing their gitdir/commondir make every worktree command fail."""
-        admin = Path(self.repo.git_dir) / "worktrees"
+        admin = self.common_dir / "worktrees"
         for entry in admin.iterdir() if admin.is_dir() else []:
             if not ((entry / "gitdir").is_file() and (entry / "commondir").is_file()):
                 shutil.rmtree(entry, ignore_errors=True)
@@ -122,15 +148,16 @@ class GitRepo:
             if status.strip():
                 cmd.execute(["git", *IDENTITY, "commit", "-q", "--no-verify", "-m", message])
             names = cmd.execute(["git", "diff", "--name-only", f"{self.base}...HEAD"])
-        except git.GitCommandError as exc:
-            raise EngineError(f"cannot commit the agent's work: {_short(exc)}") from None
+        except GitFailed as exc:
+            raise EngineError(f"cannot commit the agent's work: {exc.line}") from None
         return tuple(n for n in names.splitlines() if n)
 
     def diff(self, worktree: Path, limit: int = 200_000) -> str:
         """What the attempt changed (base...HEAD), capped, for reviewers and judges."""
         try:
-            text = self._git(worktree).execute(["git", "diff", f"{self.base}...HEAD"])
-        except git.GitCommandError:
+            text = self._git(worktree).execute(["git", "diff", *NO_DIFF_PROGRAMS,
+                                                f"{self.base}...HEAD"])
+        except GitFailed:
             return ""
         return text[:limit]
 
@@ -139,7 +166,7 @@ class GitRepo:
             cmd = self._git()
             try:
                 current = cmd.execute(["git", "symbolic-ref", "--short", "HEAD"]).strip()
-            except git.GitCommandError:
+            except GitFailed:
                 current = ""
             if current != self.base:
                 where = current or "a detached HEAD"
@@ -150,12 +177,12 @@ class GitRepo:
                 files = cmd.execute(["git", "diff", "--name-only", f"{self.base}...{branch}"])
                 cmd.execute(["git", *IDENTITY, "merge", "--no-ff", "--no-edit", "-q", "-m",
                              message, branch])
-            except git.GitCommandError as exc:
-                conflicts = ()
-                with contextlib.suppress(git.GitCommandError):
+            except GitFailed as exc:
+                conflicts: tuple[str, ...] = ()
+                with contextlib.suppress(GitFailed):
                     conflicts = tuple(n for n in cmd.execute(
                         ["git", "diff", "--name-only", "--diff-filter=U"]).splitlines() if n)
-                with contextlib.suppress(git.GitCommandError):
+                with contextlib.suppress(GitFailed):
                     cmd.execute(["git", "merge", "--abort"])
                 if conflicts:
                     return MergeResult(False, "merge conflict in " + ", ".join(conflicts),
@@ -164,7 +191,7 @@ class GitRepo:
                 if dirty:
                     return MergeResult(False, "the project checkout has uncommitted changes "
                                               "the merge would overwrite: " + ", ".join(dirty))
-                return MergeResult(False, f"merge failed: {_short(exc)}")
+                return MergeResult(False, f"merge failed: {exc.line}")
             merged = tuple(n for n in files.splitlines() if n)
             return MergeResult(True, f"merged {len(merged)} file(s) into {self.base}",
                                files=merged)
@@ -173,7 +200,7 @@ class GitRepo:
         """Files the merge would touch that have uncommitted changes in the checkout."""
         try:
             status = self._git().execute(["git", "status", "--porcelain", "-z"])
-        except git.GitCommandError:
+        except GitFailed:
             return []
         touched = set(merging.splitlines())
         local = {entry[3:] for entry in status.split("\0") if len(entry) > 3}
@@ -188,7 +215,7 @@ class GitRepo:
         try:
             found = self._git().execute(["git", "log", "-1", "--format=%H", "--fixed-strings",
                                          f"--grep=Merge {branch}:", self.base])
-        except git.GitCommandError:
+        except GitFailed:
             return False
         return bool(found.strip())
 
@@ -197,7 +224,7 @@ class GitRepo:
         checkout excluded: the only directories the engine ever removes."""
         try:
             listing = self._git().execute(["git", "worktree", "list", "--porcelain", "-z"])
-        except git.GitCommandError:
+        except GitFailed:
             return set()
         found = {Path(os.path.realpath(field.removeprefix("worktree ")))
                  for field in listing.split("\0") if field.startswith("worktree ")}
@@ -208,24 +235,29 @@ class GitRepo:
         only when it is a real directory inside `.sdd/` (never through a link)."""
         cmd = self._git()
         with self.lock:
+            if path in self._guarded:  # its attempt is over: nothing it wrote stays
+                self._guarded.discard(path)
+                note = self.meta.end()
+                if note and self.on_note is not None:
+                    self.on_note(note)
             if Path(os.path.realpath(path.parent)) / path.name in self.worktrees():
-                with contextlib.suppress(git.GitCommandError):
+                with contextlib.suppress(GitFailed):
                     cmd.execute(["git", "worktree", "remove", "--force", str(path)])
             if os.path.lexists(path):
                 remove_tree(path, self.root / ".sdd", self.root, "worktree")
-            with contextlib.suppress(git.GitCommandError):
+            with contextlib.suppress(GitFailed):
                 cmd.execute(["git", "worktree", "prune"])
             if branch is not None:
                 self.delete_branch(branch)
 
     def delete_branch(self, branch: str) -> None:
-        with self.lock, contextlib.suppress(git.GitCommandError):
+        with self.lock, contextlib.suppress(GitFailed):
             self._git().execute(["git", "branch", "-D", branch])
 
     def recover(self, wait_s: float = 10.0) -> list[str]:
         """After a crash: let an orphaned git finish, then clear what it left. Returns notes."""
         notes = []
-        git_dir = Path(self.repo.git_dir)
+        git_dir = self.git_dir
         self._drop_broken_admin_dirs()
         lock = git_dir / "index.lock"
         deadline = time.monotonic() + wait_s
@@ -236,12 +268,12 @@ class GitRepo:
                 lock.unlink()
             notes.append(f"removed a stale {lock} left by a stopped engine")
         if (git_dir / "MERGE_HEAD").exists():
-            with contextlib.suppress(git.GitCommandError):
+            with contextlib.suppress(GitFailed):
                 self._git().execute(["git", "merge", "--abort"])
             notes.append("aborted a merge a stopped engine left unfinished")
         self.prune()
         return notes
 
     def prune(self) -> None:
-        with self.lock, contextlib.suppress(git.GitCommandError):
+        with self.lock, contextlib.suppress(GitFailed):
             self._git().execute(["git", "worktree", "prune"])

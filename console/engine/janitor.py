@@ -8,19 +8,26 @@ configured" — never a made-up verdict.
 
 from __future__ import annotations
 
+import itertools
 import json
-import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import regex  # type: ignore[import-untyped]
 
 from console.engine.agents.process import AgentCommand, run_agent
 from console.engine.llm import LlmClient, LlmUnavailable
 from console.model import CompletionSignal
 
 MAX_READ_BYTES = 8 * 1024 * 1024
+REGEX_TIME_LIMIT_S = 2.0  # for one file_contains pattern over the whole file
+MAX_LINES = 20000
+MAX_LINE_CHARS = 4096
+MAX_GLOB_STARS = 2
+MAX_GLOB_MATCHES = 10000
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,11 @@ class SignalResult:
 
 class Confinement(ValueError):
     pass
+
+
+class PatternRefused(ValueError):
+    """A pattern from a ticket that is invalid, ran out of time, or could not finish in
+    reasonable time (a glob of many '**'): the message says which."""
 
 
 def confine(worktree: Path, relative: str) -> Path:
@@ -55,14 +67,28 @@ def confine(worktree: Path, relative: str) -> Path:
     return resolved
 
 
-def contains(text: str, needle: str) -> bool:
+def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S) -> bool:
     """Bernstein's substring test; `/pattern/` asks for a regular expression (seed 000),
-    searched line by line so one pathological pattern cannot stall on a whole file."""
-    if len(needle) > 2 and needle.startswith("/") and needle.endswith("/"):
-        pattern = re.compile(needle[1:-1])
-        return any(pattern.search(line) for line in text.splitlines()[:20000]
-                   if len(line) <= 4096)
-    return needle in text
+    searched line by line under one time limit for the whole file (the `regex` engine
+    checks it while backtracking), so no pattern from a ticket can stall the engine.
+    Raises PatternRefused with the reason: a bad pattern, or one that ran out of time."""
+    if not (len(needle) > 2 and needle.startswith("/") and needle.endswith("/")):
+        return needle in text
+    try:
+        pattern = regex.compile(needle[1:-1], flags=regex.VERSION0)
+    except (regex.error, ValueError, OverflowError) as exc:
+        raise PatternRefused("the pattern is not a valid regular expression: "
+                           f"{str(exc).splitlines()[0]}") from None
+    deadline = time.monotonic() + time_limit_s
+    try:
+        for line in text.splitlines()[:MAX_LINES]:
+            if len(line) <= MAX_LINE_CHARS and pattern.search(
+                    line, timeout=max(0.001, deadline - time.monotonic())):
+                return True
+    except TimeoutError:
+        raise PatternRefused(f"the pattern took longer than {time_limit_s:g} s on this file "
+                           "(catastrophic backtracking?); not a match") from None
+    return False
 
 
 class Janitor:
@@ -76,14 +102,14 @@ class Janitor:
               log_path: Path, diff: str = "", cancel: threading.Event | None = None
               ) -> list[SignalResult]:
         """Each signal's verdict; test_passes output is appended to `log_path`."""
-        results = []
+        results: list[SignalResult] = []
         for signal in signals:
             if signal.type == "llm_judge" and any(not r.passed for r in results):
                 results.append(SignalResult(signal, False, "skipped: other signals failed"))
                 continue
             try:
                 passed, detail = self._one(signal, worktree, task_title, diff, cancel, log_path)
-            except Confinement as exc:
+            except (Confinement, PatternRefused) as exc:
                 passed, detail = False, str(exc)
             except Exception as exc:  # a malformed signal fails itself, not the attempt
                 passed, detail = False, f"cannot check: {type(exc).__name__}: {exc}"
@@ -99,8 +125,11 @@ class Janitor:
         if kind == "glob_exists":
             if Path(value).is_absolute() or ".." in Path(value).parts:
                 raise Confinement(f"glob {value!r} reaches outside the worktree")
+            if Path(value).parts.count("**") > MAX_GLOB_STARS:  # each one walks the tree again
+                raise PatternRefused(f"glob {value!r} has more than {MAX_GLOB_STARS} '**' parts")
             root = worktree.resolve()
-            matches = [p for p in worktree.glob(value) if p.resolve().is_relative_to(root)]
+            matches = [p for p in itertools.islice(worktree.glob(value), MAX_GLOB_MATCHES)
+                       if p.resolve().is_relative_to(root)]
             return bool(matches), f"{len(matches)} match(es)"
         if kind == "file_contains":
             rel, _, needle = value.partition(" :: ")

@@ -13,6 +13,8 @@ import fcntl
 import json
 import os
 import socket
+import stat
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -51,15 +53,64 @@ class Owner:
         return f"{self.what} (pid {self.pid}{extra})"
 
 
-def bernstein_owner(paths: SddPaths) -> Owner | None:
-    """A live Bernstein process whose pid file is in runtime/."""
-    for name in BERNSTEIN_PID_FILES:
-        path = paths.sdd / "runtime" / name
+def _read_pid_file(path: Path) -> int | None:
+    """The pid in a small regular file; a FIFO, device or link out is no pid file (and
+    never blocks the engine: opened non-blocking, never followed, read capped)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return int(os.read(fd, 64).decode("ascii", "replace").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def command_line(pid: int) -> list[str]:
+    """The process's argv from /proc, or `ps` where there is no /proc (empty when it
+    cannot be read)."""
+    if not os.path.isdir("/proc/self"):
         try:
-            pid = int(path.read_text(encoding="ascii", errors="replace").strip().split()[0])
-        except (OSError, ValueError, IndexError):
+            out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
+                                 text=True, timeout=5, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        return out.split()
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read(65536)
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
+def is_bernstein(argv: list[str]) -> bool:
+    """Bernstein's own command line: its `bernstein` entry point (`bernstein serve`, run by
+    a python or not), `python -m bernstein…`, or uvicorn serving `bernstein.…:app`.
+    Not bernstein-tui, not a shell, not pid 1."""
+    for index, arg in enumerate(argv[:8]):
+        name = os.path.basename(arg)
+        if name in ("bernstein", "bernstein.exe"):
+            return True
+        module = argv[index + 1] if arg == "-m" and index + 1 < len(argv) else arg
+        if module.split(":")[0].split(".")[0] == "bernstein" and (arg == "-m" or ":" in module):
+            return True
+    return False
+
+
+def bernstein_owner(paths: SddPaths) -> Owner | None:
+    """A live Bernstein process whose pid file is in runtime/. A pid only counts when that
+    process really is Bernstein (its command line): a stale file naming a reused pid,
+    pid 1 or the operator's shell does not stop the engine."""
+    for name in BERNSTEIN_PID_FILES:
+        pid = _read_pid_file(paths.sdd / "runtime" / name)
+        if pid is None or pid == os.getpid() or not pid_alive(pid):
             continue
-        if pid_alive(pid):
+        if is_bernstein(command_line(pid)):
             return Owner(f"bernstein {name.removesuffix('.pid')}", pid, f"runtime/{name}")
     return None
 

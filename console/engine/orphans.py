@@ -40,20 +40,20 @@ def _comm(pid: int) -> str:
         return ""
 
 
+def carries_marker(pid: int, root: str, marker: str = PROJECT_MARKER) -> bool:
+    """The process's environment has marker=root: the engine started it for this project."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return f"{marker}={root}".encode() in handle.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def marked_processes(root: str, marker: str = PROJECT_MARKER) -> list[int]:
     """Live processes whose environment carries marker=root."""
-    needle = f"{marker}={root}".encode()
-    found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                if needle in handle.read().split(b"\0"):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    return [int(entry) for entry in (os.listdir("/proc") if os.path.isdir("/proc") else [])
+            if entry.isdigit() and int(entry) != os.getpid()
+            and carries_marker(int(entry), root, marker)]
 
 
 def _kill(pid: int) -> None:
@@ -76,7 +76,9 @@ def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0)
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)
             continue
-        if ticks is not None and proc_start_ticks(pgid) == ticks:
+        # a pid file is data: only a process this project's engine started is killed
+        if (ticks is not None and proc_start_ticks(pgid) == ticks
+                and carries_marker(pgid, str(paths.root))):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
                 events.warning(f"killed agent {info.get('session')} (pid {pgid}) left running "

@@ -20,6 +20,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Footer, Input, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
+from console.engine.lifecycle import on_stop_signals
 from console.sdd.fileio import read_log_tail
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
@@ -155,6 +156,9 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
+        # SIGHUP (terminal lost) / SIGTERM: stop the engine's agents, then exit
+        on_stop_signals(lambda: self.engine is not None and self.engine.stop(timeout=10),
+                        lambda code: self.call_from_thread(self.exit, return_code=code))
 
     def on_unmount(self) -> None:
         self.source.stop()

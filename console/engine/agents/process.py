@@ -1,7 +1,8 @@
 """Running one agent process: own process group, scrubbed env, timeout, capped log.
 
 The process is started in a new session (its own process group) so a timeout,
-a cancel or an engine stop kills the agent *and* everything it spawned. Its
+a cancel or an engine stop kills the agent *and* everything it spawned; and it
+dies with the engine, even a `kill -9` one (lifecycle.die_with_parent). Its
 output goes to `.sdd/runtime/<session>.log`, capped; the last characters are
 kept in memory for the cascade's low-confidence check.
 """
@@ -17,6 +18,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from console.engine.lifecycle import die_with_parent
 
 TAIL_CHARS = 2000
 
@@ -91,7 +94,7 @@ def run_agent(command: AgentCommand, cwd: Path, *, timeout_s: float, log_path: P
     proc = subprocess.Popen(
         list(command.argv), cwd=cwd, env=dict(command.env) if command.env is not None else None,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True, close_fds=True,
+        start_new_session=True, close_fds=True, preexec_fn=die_with_parent(),
     )
     if on_start is not None:
         on_start(proc.pid)

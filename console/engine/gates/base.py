@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from console.engine.llm import LlmClient
+from console.engine.safegit import git_argv, git_env
 from console.sdd.gate_config import GateSpec, QualityGatesConfig
 
 MAX_OUTPUT = 2 * 1024 * 1024
@@ -169,13 +170,22 @@ class GateContext:
         text = self.spec.command_override or self.config.options.get(key)
         return shlex.split(text) if text else None
 
-    def run(self, argv: Sequence[str], timeout_s: float | None = None) -> ToolRun:
+    def git(self, *args: str, timeout_s: float | None = None) -> ToolRun:
+        """git in the checkout, hardened like all the engine's git (see safegit)."""
+        return self.run(args, timeout_s, git=True)
+
+    def run(self, argv: Sequence[str], timeout_s: float | None = None, *,
+            git: bool = False) -> ToolRun:
         # no __pycache__ left in the checkout (it would be committed, and change the diff)
         env = {**(self.env if self.env is not None else os.environ),
                "PYTHONDONTWRITEBYTECODE": "1"}
+        shown = ["git", *argv] if git else list(argv)
+        if git:  # the log shows the command as asked, without the safety options
+            env = git_env()
+            argv = git_argv(self.root, argv, env)
         result = run_tool(argv, self.root, timeout_s or self.timeout_s, env=env,
                           cancel=self.cancel)
-        self.outputs.append(f"$ {shlex.join(argv)}\n{result.output}"
+        self.outputs.append(f"$ {shlex.join(shown)}\n{result.output}"
                             f"[exit {result.exit_code}{', timed out' if result.timed_out else ''}"
                             f", {result.duration_s:.2f} s]\n")
         return result

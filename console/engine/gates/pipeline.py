@@ -37,6 +37,7 @@ from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
 from console.engine.llm import LlmClient
+from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult
 from console.sdd.fileio import atomic_write_text
 from console.sdd.gate_config import GateSpec, QualityGatesConfig, parse_quality_gates
@@ -116,7 +117,8 @@ class Changes:
 
 
 def _git(root: Path, *args: str) -> str:
-    run = run_tool(["git", *args], root, 120)
+    env = git_env()
+    run = run_tool(git_argv(root, args, env), root, 120, env=env)
     if run.exit_code != 0:
         raise ToolMissing(f"git {args[0]} failed: {run.output.strip()[-200:]}")
     return run.output
@@ -124,8 +126,9 @@ def _git(root: Path, *args: str) -> str:
 
 def _stream_hash(root: Path, args: list[str], digest: Any) -> None:
     """Feed a git command's whole output into the hash (no cap: every byte counts)."""
-    proc = subprocess.Popen(["git", *args], cwd=root, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    env = git_env()
+    proc = subprocess.Popen(git_argv(root, args, env), cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     assert proc.stdout is not None
     for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
         digest.update(chunk)
@@ -138,7 +141,8 @@ def collect_changes(root: Path, base_ref: str) -> Changes:
     included, .sdd/ excluded: what this change did, not what base did since."""
     _git(root, "rev-parse", "--verify", "--quiet", f"{base_ref}^{{commit}}")
     tip = _git(root, "rev-parse", base_ref).strip()
-    merge_base = run_tool(["git", "merge-base", base_ref, "HEAD"], root, 60)
+    merge_base = run_tool(git_argv(root, ["merge-base", base_ref, "HEAD"]), root, 60,
+                          env=git_env())
     base = merge_base.output.strip() if merge_base.exit_code == 0 else tip
     fields = _git(root, "diff", "--name-status", "--no-renames", "-z", base).split("\0")
     changed, deleted = [], []
@@ -150,7 +154,7 @@ def collect_changes(root: Path, base_ref: str) -> Changes:
     extra = [n for n in untracked if n and not n.startswith(".sdd/")]
     changed += extra
     digest = hashlib.sha256(f"{base} {tip}".encode())  # the tip: merge_conflict looks at it
-    _stream_hash(root, ["diff", "--binary", base, "--", ".", ":!.sdd"], digest)
+    _stream_hash(root, ["diff", "--binary", *NO_DIFF_PROGRAMS, base, "--", ".", ":!.sdd"], digest)
     for name in sorted(extra):
         digest.update(name.encode("utf-8", "surrogateescape"))
         with contextlib.suppress(OSError):

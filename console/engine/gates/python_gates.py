@@ -259,7 +259,7 @@ def _base_mean_complexity(ctx: GateContext, files: list[str]) -> float | None:
     with tempfile.TemporaryDirectory(prefix="bt-radon-") as tmp:
         present = []
         for file in files:
-            shown = ctx.run(["git", "show", f"{ctx.base_ref}:{file}"], timeout_s=30)
+            shown = ctx.git("show", "--no-textconv", f"{ctx.base_ref}:{file}", timeout_s=30)
             if shown.exit_code != 0:
                 continue
             target = Path(tmp) / file

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from console.engine.gates.base import GateContext, Verdict, run_tool, tool_argv
 from console.engine.llm import LlmUnavailable
+from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.sdd.fileio import atomic_write_json
 
 _NETWORK = re.compile(r"(?i)connection|network|resolve|unreachable|timed out|temporary failure|"
@@ -20,8 +21,8 @@ _NETWORK = re.compile(r"(?i)connection|network|resolve|unreachable|timed out|tem
 
 
 def merge_conflict(ctx: GateContext) -> Verdict:
-    run = ctx.run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages",
-                   ctx.base_ref, "HEAD"], timeout_s=60)
+    run = ctx.git("merge-tree", "--write-tree", "--name-only", "--no-messages",
+                 ctx.base_ref, "HEAD", timeout_s=60)
     if run.exit_code == 0:
         return Verdict("pass", f"merges cleanly into {ctx.base_ref}")
     if run.exit_code == 1:
@@ -52,11 +53,11 @@ def _coverage(ctx: GateContext, root: Path) -> float | None:
 
 def _base_tree(ctx: GateContext, into: Path) -> str | None:
     """Export base_ref's tree (git archive) and return its commit id."""
-    head = ctx.run(["git", "rev-parse", ctx.base_ref], timeout_s=30)
+    head = ctx.git("rev-parse", ctx.base_ref, timeout_s=30)
     if head.exit_code != 0:
         return None
     archive = into / "base.tar"
-    made = ctx.run(["git", "archive", "--format=tar", "-o", str(archive), ctx.base_ref],
+    made = ctx.git("archive", "--format=tar", "-o", str(archive), ctx.base_ref,
                    timeout_s=120)
     if made.exit_code != 0:
         return None
@@ -172,7 +173,9 @@ def intent_verification(ctx: GateContext) -> Verdict:
     if not ctx.llm.configured:
         return Verdict("skipped", f"skipped: {ctx.llm.not_configured_reason()}")
     # not through ctx.run: the diff must not land in the gate log, and secrets are redacted
-    raw = run_tool(["git", "diff", ctx.base_ref], ctx.root, 60, env=ctx.env).output[:12000]
+    env = git_env()
+    raw = run_tool(git_argv(ctx.root, ["diff", *NO_DIFF_PROGRAMS, ctx.base_ref], env), ctx.root,
+                   60, env=env).output[:12000]
     diff = redact_secrets(raw)
     system = ("You check whether a code change does what its task asks. Answer YES, NO or "
               "PARTIAL on the first line, then one line why.")

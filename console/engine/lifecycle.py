@@ -1,0 +1,118 @@
+"""Processes die with their owner.
+
+- Agents get `PR_SET_PDEATHSIG` (Linux): the kernel kills an agent when the thread
+  that started it ends, so a `kill -9` of the engine takes its agents along. Agents
+  are started by the engine's long-lived worker threads, which wait for them, so the
+  thread never ends first on its own. A parent that died between fork and prctl is
+  caught by checking `getppid()` after setting it.
+- SIGHUP (the terminal went away: ssh dropped, tab closed) and SIGTERM stop the
+  engine like Ctrl-C does: agents' process groups killed, their tasks back to open,
+  the terminal restored, then exit. `run` turns them into KeyboardInterrupt; the
+  console asks its event loop to stop the engine first and then exit, with a backstop
+  exit should a dead terminal keep the console from finishing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+PR_SET_PDEATHSIG = 1
+EXIT_BACKSTOP_S = 15.0
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the child die with the thread starting it (None where
+    the platform has no PDEATHSIG). It only calls prctl, getppid and kill: nothing
+    that could wait on a lock another thread held at fork."""
+    prctl = _PRCTL
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    kill_signal = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, kill_signal, 0, 0, 0)
+        if os.getppid() != parent:  # the engine died before the line above: go too
+            os.kill(os.getpid(), kill_signal)
+
+    return preexec
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """In the main thread: SIGHUP and SIGTERM raise KeyboardInterrupt, like Ctrl-C."""
+
+    def on_stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, on_stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def stop_signals_ignored() -> Iterator[None]:
+    """While stopping: a second Ctrl-C, SIGTERM or SIGHUP must not cut the stop short."""
+    previous = {sig: signal.signal(sig, signal.SIG_IGN)
+                for sig in (signal.SIGINT, *STOP_SIGNALS)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def on_stop_signals(stop: Callable[[], object], exit_app: Callable[[int], None]) -> None:
+    """For an app on the running asyncio loop (the console): on SIGHUP or SIGTERM run
+    `stop` (the engine's) in a thread, then `exit_app(128 + signal)` from that thread;
+    if the process is still there EXIT_BACKSTOP_S later, it exits anyway (the engine
+    is stopped by then; a terminal that is gone can keep the app from finishing)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    fired = threading.Event()
+
+    def finish(signum: int) -> None:
+        code = 128 + signum
+        try:
+            stop()
+        finally:
+            backstop = threading.Timer(EXIT_BACKSTOP_S, os._exit, (code,))
+            backstop.daemon = True  # a normal exit does not wait for it
+            backstop.start()
+            exit_app(code)
+
+    def handler(signum: int) -> None:
+        if fired.is_set():
+            return
+        fired.set()
+        threading.Thread(target=finish, args=(signum,), name="stop-on-signal",
+                         daemon=True).start()
+
+    for sig in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+            loop.add_signal_handler(sig, handler, int(sig))  # main thread only

@@ -1,0 +1,147 @@
+"""Git as the engine runs it: a minimal environment and no repository-controlled execution.
+
+`.git/config` is data: an agent in its worktree can write the shared config, and
+git would then run what it names (fsmonitor, hooks, filter and merge drivers,
+external diff, textconv, pager, credential helpers, signing programs) with the
+environment of whoever runs git. So every git command the engine runs
+
+- gets only PATH, HOME, the locale and the project marker (no API keys, tokens or
+  cloud credentials; no inherited GIT_* either), with system and global config off;
+- carries `-c` overrides that switch off every config key that runs a program, and
+  neutralises the filter and merge drivers the repository's config defines (their
+  names are free, so they are read first: a driver added between that read and the
+  command is the one window left, and the config guard restores it after the attempt).
+
+GitPython cannot do this (`Git.execute` merges os.environ into every command), so
+git runs here through subprocess with an explicit environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from console.engine.orphans import PROJECT_MARKER
+
+ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME")
+
+# config keys that make git run a program, each set to something that runs nothing
+SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),  # no hook can exist under /dev/null
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", "false"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
+    ("core.askPass", ""),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("protocol.ext.allow", "never"),
+    ("submodule.recurse", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("merge.verifySignatures", "false"),
+    ("log.showSignature", "false"),
+    ("gpg.program", "false"),
+    ("merge.stat", "false"),
+    ("maintenance.auto", "false"),
+    ("gc.auto", "0"),
+)
+# content diffs: no external diff program (diff.external, diff.<driver>.command) or textconv
+NO_DIFF_PROGRAMS = ("--no-ext-diff", "--no-textconv")
+
+_DRIVER = re.compile(r"^(filter|merge|diff)\.(.+)\.(clean|smudge|process|driver|textconv|command)$",
+                     re.IGNORECASE | re.DOTALL)
+
+
+class GitFailed(Exception):
+    """A git command exited non-zero; `line` is its last line of output."""
+
+    def __init__(self, args: Sequence[str], code: int, stderr: str, stdout: str = "") -> None:
+        self.code = code
+        self.stderr = stderr
+        self.stdout = stdout
+        text = (stderr or stdout).strip()
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        self.line = lines[-1] if lines else f"git {args[0] if args else ''} exited {code}"
+        super().__init__(self.line)
+
+
+def git_env(marker: Path | str | None = None, source: Mapping[str, str] | None = None
+            ) -> dict[str, str]:
+    """The whole environment of an engine git: nothing else from ours reaches it."""
+    src = os.environ if source is None else source
+    env = {k: v for k, v in src.items() if k in ENV_KEEP}
+    env.setdefault("PATH", os.defpath)
+    env.update({"LC_ALL": "C", "LANGUAGE": "C", "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
+                "GIT_PAGER": "cat", "PAGER": "cat", "GIT_EDITOR": "true"})
+    if marker is not None:
+        env[PROJECT_MARKER] = str(marker)
+    return env
+
+
+def _options(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    out = []
+    for key, value in pairs:
+        out += ["-c", f"{key}={value}"]
+    return out
+
+
+def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """`-c` pairs that switch off every filter, merge and diff driver the config defines."""
+    try:
+        listed = subprocess.run(["git", *_options(SAFE_CONFIG), "config", "--list", "-z",
+                                 "--includes"], cwd=cwd, env=dict(env), capture_output=True,
+                                stdin=subprocess.DEVNULL, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    pairs: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for entry in listed.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        match = _DRIVER.match(entry.split("\n", 1)[0])
+        if match is None or (match[1].lower(), match[2]) in seen:
+            continue
+        kind, name = match[1].lower(), match[2]
+        seen.add((kind, name))
+        if kind == "filter":  # an empty command is no filter; not required, so no error
+            pairs += [(f"filter.{name}.{k}", "") for k in ("clean", "smudge", "process")]
+            pairs.append((f"filter.{name}.required", "false"))
+        elif kind == "merge":  # the file merges as a conflict instead of running a program
+            pairs.append((f"merge.{name}.driver", "false"))
+        else:  # content diffs also pass NO_DIFF_PROGRAMS; an identity textconv runs nothing
+            pairs += [(f"diff.{name}.textconv", "cat"), (f"diff.{name}.command", "false")]
+    return pairs
+
+
+def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = None, *,
+             work_tree: bool = True) -> list[str]:
+    """`git` with every override for a command run in the checkout `cwd`. The work tree
+    is named, so a `core.worktree` planted in the config cannot point git's checkout,
+    merge or reset at a directory outside the project (work_tree=False only to find out
+    whether `cwd` is a checkout at all)."""
+    overrides = driver_overrides(cwd, env if env is not None else git_env())
+    where = [f"--work-tree={cwd}"] if work_tree else []
+    return ["git", "--no-pager", *where, *_options([*SAFE_CONFIG, *overrides]), *args]
+
+
+def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,
+            timeout_s: float | None = None, work_tree: bool = True) -> str:
+    """Run one git command safely; its stdout, or GitFailed with its last line."""
+    env = git_env(marker)
+    try:
+        done = subprocess.run(git_argv(cwd, args, env, work_tree=work_tree), cwd=cwd, env=env,
+                              capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise GitFailed(args, -1, f"git {args[0]} timed out after {timeout_s:.0f} s") from None
+    except OSError as exc:
+        raise GitFailed(args, -1, f"cannot run git: {exc.strerror or exc}") from None
+    stdout = done.stdout.decode("utf-8", "surrogateescape").removesuffix("\n")
+    if done.returncode != 0:
+        raise GitFailed(args, done.returncode, done.stderr.decode("utf-8", "replace"), stdout)
+    return stdout
