@@ -23,7 +23,7 @@ from typing import Any
 from console.control import Outcome
 from console.engine.agents.process import scrubbed_env
 from console.engine.evolution import RISK_NAMES, classify
-from console.engine.gates.base import run_tool
+from console.engine.gates.base import run_git_tool, run_tool
 from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
 from console.sdd.confine import UnsafeId, safe_id, sdd_path
@@ -98,8 +98,8 @@ def _shell(command: str, cwd: Path, timeout: float) -> tuple[bool, str]:
 def _touched(sandbox: Path) -> list[tuple[str, bool]]:
     """What applying the patch really changed (renames, modes, empty files included):
     (path, is a symlink)."""
-    status = run_tool(["git", "status", "--porcelain", "-z", "--untracked-files=all",
-                       "--no-renames"], sandbox, 60).output
+    status = run_git_tool(["status", "--porcelain", "-z", "--untracked-files=all",
+                           "--no-renames"], sandbox, 60).output
     paths = [entry[3:] for entry in status.split("\0") if len(entry) > 3]
     return [(p, (sandbox / p).is_symlink()) for p in paths
             if p != ".bernstein-tui-proposal.diff"]
@@ -159,10 +159,10 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
     try:
         patch = sandbox / ".bernstein-tui-proposal.diff"
         patch.write_text(diff)
-        check = run_tool(["git", "apply", "--check", str(patch)], sandbox, 60)
+        check = run_git_tool(["apply", "--check", str(patch)], sandbox, 60)
         if not run.step("apply", check.exit_code == 0, check.output.strip()[-500:] or "applies"):
             return False, f"the patch does not apply: {check.output.strip()[-300:]}", run
-        run_tool(["git", "apply", str(patch)], sandbox, 60)
+        run_git_tool(["apply", str(patch)], sandbox, 60)
         patch.unlink()
         touched = _touched(sandbox)
         really = file_guard("".join(f"+++ b/{p}\n" for p, _ in touched),
@@ -225,7 +225,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
 def _append_result(paths: SddPaths, proposal_id: str, repo: GitRepo, score: float | None
                    ) -> None:
     path = _results_path(paths)
-    commit = run_tool(["git", "rev-parse", "HEAD"], repo.root, 30).output.strip()
+    commit = run_git_tool(["rev-parse", "HEAD"], repo.root, 30).output.strip()
     header = "" if path.exists() else "timestamp\tproposal_id\tcommit\tscore\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as handle:

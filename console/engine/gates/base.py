@@ -98,6 +98,13 @@ def tool_fingerprint(argv: tuple[str, ...]) -> str:
     return f"{target}:{info.st_size}:{info.st_mtime_ns}"
 
 
+def run_git_tool(args: Sequence[str], cwd: Path, timeout_s: float) -> ToolRun:
+    """git as a tool (a bounded, killable run) with the engine's safe git: its minimal
+    environment and none of the repository's programs (safegit)."""
+    env = git_env()
+    return run_tool(git_argv(cwd, args, env), cwd, timeout_s, env=env)
+
+
 def run_tool(argv: Sequence[str], cwd: Path, timeout_s: float, *,
              env: Mapping[str, str] | None = None,
              cancel: threading.Event | None = None) -> ToolRun:

@@ -29,6 +29,7 @@ from console.engine.gates.base import (
     GateContext,
     ToolMissing,
     Verdict,
+    run_git_tool,
     run_tool,
     tool_argv,
     tool_fingerprint,
@@ -117,8 +118,7 @@ class Changes:
 
 
 def _git(root: Path, *args: str) -> str:
-    env = git_env()
-    run = run_tool(git_argv(root, args, env), root, 120, env=env)
+    run = run_git_tool(args, root, 120)
     if run.exit_code != 0:
         raise ToolMissing(f"git {args[0]} failed: {run.output.strip()[-200:]}")
     return run.output
