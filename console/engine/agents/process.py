@@ -63,26 +63,42 @@ def kill_group(pgid: int, grace_s: float, still_running: Callable[[], bool]) -> 
 
 
 def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
+    """Copy the agent's output to its log (up to `cap` bytes) and keep its tail. A log
+    that cannot be written (a full disk) stops the copy, never the reading: the agent
+    must not block on a full pipe, and the tail still feeds the checks."""
     tail = bytearray()
     written = 0
-    with open(log_path, "ab") as log:
-        while True:
-            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-            if not chunk:
-                break
-            if written < cap:
-                part = chunk[: cap - written]
+    log = None
+    # unopenable (a full disk): the engine's own next write fails too, and says so
+    with contextlib.suppress(OSError):
+        log = open(log_path, "ab")  # noqa: SIM115 (closed below, after the last chunk)
+    while True:
+        chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+        if not chunk:
+            break
+        if log is not None and written < cap:
+            part = chunk[: cap - written]
+            try:
                 log.write(part)
                 log.flush()
                 written += len(part)
                 if written >= cap:
                     log.write(f"\n[bernstein-tui: output capped at {cap} bytes]\n".encode())
                     state["truncated"] = True
-            tail += chunk
-            if len(tail) > TAIL_CHARS * 4:
-                del tail[: len(tail) - TAIL_CHARS * 4]
+            except OSError:
+                log = _closed(log)
+        tail += chunk
+        if len(tail) > TAIL_CHARS * 4:
+            del tail[: len(tail) - TAIL_CHARS * 4]
+    if log is not None:
+        _closed(log)
     state["tail"] = bytes(tail).decode("utf-8", errors="replace")[-TAIL_CHARS:]
     state["bytes"] = written
+
+
+def _closed(log) -> None:  # type: ignore[no-untyped-def]
+    with contextlib.suppress(OSError):  # the buffered rest may not fit either
+        log.close()
 
 
 def run_agent(command: AgentCommand, cwd: Path, *, timeout_s: float, log_path: Path,
