@@ -178,6 +178,8 @@ class AttemptRunner:
         try:
             adapter = choose_adapter(task, self.config.agents, env)
             command = build_command(adapter, ctx, self.config.agents)
+            if adapter != task.metadata.get("adapter"):  # `auto` resolved: the metrics'
+                self.store.update(task.id, metadata={"adapter": adapter})  # provider
         except AdapterError as exc:
             return AttemptEnd(TaskState.FAILED, str(exc), trigger="adapter")
         timeout = self.config.agents.timeouts.get(task.scope,
