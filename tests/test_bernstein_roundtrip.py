@@ -321,11 +321,20 @@ def test_bernstein_serves_our_tasks_archive_and_quality_and_unblocks(copy: Proje
         assert [(r["task_id"], r["status"]) for r in served_archive] == [
             (r["task_id"], r["status"]) for r in archive]
         quality = _ok(url, "/quality")
-        points = _lines(root, "metrics/" + time.strftime("task_completion_time_%Y-%m-%d.jsonl"))
+        points = [p for f in sorted((root / ".sdd/metrics").glob("task_completion_time_*"))
+                  for p in _lines(root, f"metrics/{f.name}")]
         assert quality["overall"]["total_tasks"] == len(points) > 0
         done_points = sum(p["labels"]["success"] == "True" for p in points)
         assert quality["overall"]["success_rate"] == pytest.approx(done_points / len(points))
         assert set(quality["per_model"]) == {m["model"] for m in finished.values()}
+        gates: dict[str, dict[str, int]] = {}  # our gate lines, as /quality counts them
+        for line in _lines(root, "metrics/quality_gates.jsonl"):
+            row = gates.setdefault(line["gate"], {"total": 0, "pass": 0, "blocked": 0,
+                                                  "flagged": 0})
+            row["total"] += 1
+            row[line["result"]] += 1
+        assert gates and {g: {k: v for k, v in row.items() if k != "pass_rate"}
+                          for g, row in quality["gate_stats"].items()} == gates
         status = bernstein(copy, "status", "--json", BERNSTEIN_SERVER_URL=url)
         assert status.returncode == 0, status.stdout + status.stderr
         summary = json.loads(status.stdout)
