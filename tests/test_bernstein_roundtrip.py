@@ -335,6 +335,14 @@ def test_bernstein_serves_our_tasks_archive_and_quality_and_unblocks(copy: Proje
             row[line["result"]] += 1
         assert gates and {g: {k: v for k, v in row.items() if k != "pass_rate"}
                           for g, row in quality["gate_stats"].items()} == gates
+        forecast = _ok(url, "/quality/budget-forecast")  # reads metrics/tasks.jsonl
+        assert forecast["current_spend_usd"] == pytest.approx(
+            sum(m["cost_usd"] for m in finished.values()), abs=1e-4)
+        stranded = _ok(url, "/tasks/B1")
+        assert (stranded["status"], stranded["result_summary"]) == (
+            "blocked_by_failed_dep", "dependency F1 is failed")
+        assert {frozenset((e["from"], e["to"])) for e in _ok(url, "/tasks/graph")["edges"]
+                } == {frozenset(("F1", "B1")), frozenset(("B1", "B2"))}
         status = bernstein(copy, "status", "--json", BERNSTEIN_SERVER_URL=url)
         assert status.returncode == 0, status.stdout + status.stderr
         summary = json.loads(status.stdout)
