@@ -46,23 +46,27 @@ S = TaskState
 _BY_VALUE: dict[str, TaskState] = {state.value: state for state in TaskState}
 
 #: Bernstein's TASK_TRANSITIONS (lifecycle.py, 1.9.3), plus edges for the five
-#: 3.23.0 states, whose table is not published: the blocked_* and suspended
-#: states behave like `blocked`; abandoned and refused are terminal.
+#: 3.23.0 states: the blocked_* and suspended states behave like `blocked`;
+#: abandoned and refused are terminal. The cascades' edges into blocked_by_*
+#: (from open, claimed, in_progress, waiting_for_subtasks) are 3.23.0's own.
+_STRANDING = (S.BLOCKED_BY_ABANDON, S.BLOCKED_BY_FAILED_DEP)
 TRANSITIONS: MappingProxyType[TaskState, frozenset[TaskState]] = MappingProxyType(
     {
         S.PLANNED: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
-        S.OPEN: frozenset({S.CLAIMED, S.WAITING_FOR_SUBTASKS, S.CANCELLED, S.FAILED}),
+        S.OPEN: frozenset({S.CLAIMED, S.WAITING_FOR_SUBTASKS, S.CANCELLED, S.FAILED,
+                           *_STRANDING}),
         S.CLAIMED: frozenset(
             {S.IN_PROGRESS, S.OPEN, S.DONE, S.FAILED, S.CANCELLED, S.WAITING_FOR_SUBTASKS,
-             S.BLOCKED}
+             S.BLOCKED, *_STRANDING}
         ),
         S.IN_PROGRESS: frozenset(
             {S.DONE, S.FAILED, S.BLOCKED, S.WAITING_FOR_SUBTASKS, S.OPEN, S.CANCELLED,
-             S.ORPHANED}
+             S.ORPHANED, *_STRANDING}
         ),
         S.ORPHANED: frozenset({S.DONE, S.FAILED, S.OPEN}),
         S.BLOCKED: frozenset({S.OPEN, S.CANCELLED, S.FAILED}),
-        S.WAITING_FOR_SUBTASKS: frozenset({S.DONE, S.BLOCKED, S.CANCELLED, S.FAILED}),
+        S.WAITING_FOR_SUBTASKS: frozenset({S.DONE, S.BLOCKED, S.CANCELLED, S.FAILED,
+                                           *_STRANDING}),
         S.FAILED: frozenset({S.OPEN}),
         S.DONE: frozenset({S.CLOSED, S.FAILED}),
         S.CLOSED: frozenset(),

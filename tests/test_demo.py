@@ -42,8 +42,8 @@ def test_the_demo_shows_everything_it_promises(tmp_path: Path) -> None:
     assert state["DEMO-04"].status == "failed" and models("DEMO-04") == ["haiku", "sonnet",
                                                                          "opus"]
     assert chains["DEMO-04"]["succeeded"] is False  # the ladder is exhausted
-    assert state["DEMO-05"].status == "blocked"
-    assert state["DEMO-05"].result_summary == "blocked: dependency DEMO-04 failed"
+    assert state["DEMO-05"].status == "blocked_by_failed_dep"
+    assert state["DEMO-05"].result_summary == "dependency DEMO-04 is failed"
     sla = [(r["entity_id"], r["event"]) for r in records(root, "metrics/sla_events.jsonl")]
     assert ("DEMO-06", "sla:warning") in sla and ("DEMO-06", "sla:violated") in sla
     assert ("DEMO-07", "sla:met") in sla

@@ -88,7 +88,7 @@ def test_thirty_tickets_end_for_the_right_reasons(project: tuple[Path, dict[str,
     assert by_id["H1"][0] == "failed" and "timed out after 2 s" in by_id["H1"][1]
     assert by_id["M1"] == ("failed", "adapter codex is not installed (codex not found on PATH)")
     assert by_id["E1"][0] == "failed" and "exited with code 3" in by_id["E1"][1]
-    assert by_id["B1"] == ("blocked", "blocked: dependency E1 failed")
+    assert by_id["B1"] == ("blocked_by_failed_dep", "dependency E1 is failed")
     shared = sorted([by_id["X1"], by_id["X2"]])
     assert shared[0][0] == "done" and shared[1] == ("failed", "merge conflict in shared.txt")
     assert (root / ".sdd" / "backlog" / "open").exists()

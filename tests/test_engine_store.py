@@ -23,6 +23,8 @@ from console.engine.store import TaskStore
 from console.model import TRANSITIONS, Task, TaskState
 from console.sdd.paths import SddPaths
 from console.sdd.tail import JsonlTail
+from console.sdd.task_codec import encode_task
+from tests.conftest import append
 from tests.engine_kit import ticket
 
 
@@ -147,12 +149,20 @@ def test_ingestion_blocks_refuses_and_moves(project: Path) -> None:
     store.transition("A", TaskState.CLAIMED)
     store.transition("A", TaskState.FAILED, reason="boom")
     reconcile_blocked(store)
-    assert store.get("B").result_summary == "blocked: dependency A failed"
-    store.transition("A", TaskState.OPEN)
+    stranded = store.get("B")  # Bernstein 3.23.0's failed-dependency cascade
+    assert (stranded.status, stranded.result_summary, stranded.terminal_reason) == (
+        "blocked_by_failed_dep", "dependency A is failed", "blocked_by_failed_dependency")
+    assert stranded.metadata["blocking_task_id"] == "A"
+    store.transition("A", TaskState.OPEN)  # retried: B waits for it, still stranded
+    reconcile_blocked(store)
+    assert (store.get("B").status, store.get("B").result_summary) == (
+        "blocked_by_failed_dep", "waiting for A")
     store.transition("A", TaskState.CLAIMED)
     store.transition("A", TaskState.DONE)
     reconcile_blocked(store)
-    assert store.get("B").status == "open"
+    opened = store.get("B")
+    assert (opened.status, opened.result_summary, opened.terminal_reason) == ("open", None, None)
+    assert opened.metadata["blocking_task_id"] is None
 
 
 def test_a_ticket_created_just_before_a_crash_is_not_created_twice(project: Path) -> None:
@@ -256,9 +266,26 @@ def test_a_dead_end_is_named_down_the_chain(project: Path) -> None:
     ingestor.ingest()
     store.transition("A", TaskState.CLAIMED)
     store.transition("A", TaskState.FAILED, reason="boom")
+    reconcile_blocked(store)  # each names its nearest link, as Bernstein 3.23.0 does
+    assert (store.get("B").status, store.get("B").result_summary) == (
+        "blocked_by_failed_dep", "dependency A is failed")
+    assert (store.get("C").status, store.get("C").result_summary) == (
+        "blocked_by_failed_dep", "dependency B is blocked_by_failed_dep")
+    assert store.get("C").metadata["blocking_task_id"] == "B"
+
+
+def test_a_dependant_of_an_abandoned_task_is_blocked_by_abandon(project: Path) -> None:
+    ticket(project, "a", id="A", title="a")
+    ticket(project, "b", id="B", title="b", depends_on=["A"])
+    ingestor, store = _ingestor(project)
+    ingestor.ingest()
+    abandoned = dict(encode_task(store.get("A")), status="abandoned")  # Bernstein 3.23.0 wrote
+    append(project / ".sdd/runtime/tasks.jsonl", abandoned)
+    store.load()
     reconcile_blocked(store)
-    assert store.get("B").result_summary == "blocked: dependency A failed"
-    assert store.get("C").result_summary == "blocked: dependency A failed"
+    assert (store.get("B").status, store.get("B").result_summary) == (
+        "blocked_by_abandon", "upstream A abandoned")
+    assert reconcile_blocked(store) == []  # settled: nothing is written again
 
 
 def test_tickets_of_one_pass_keep_file_order(project: Path) -> None:

@@ -114,12 +114,13 @@ class AttemptRunner:
         step = self.chains.plan(task, role)
         worktree = self.paths.sdd / "worktrees" / session
         log_path = self.paths.sdd / "runtime" / f"{session}.log"
+        adapter = task.extra.get("cli") or self.config.agents.default
         try:
             task = self.store.transition(
                 task.id, TaskState.IN_PROGRESS, assigned_agent=session,
                 claimed_by_session=self.engine_session,
                 metadata={"attempt": attempt, "session": session, "branch": branch,
-                          "log": self.paths.display(log_path),
+                          "log": self.paths.display(log_path), "adapter": adapter,
                           **self.chains.start_metadata(task, step, attempt)})
         except IllegalTransition:
             return  # cancelled between claim and start
@@ -128,8 +129,7 @@ class AttemptRunner:
                          trigger=HARD_FAILURE)
         try:
             append_jsonl(self.paths.sdd / "metrics" / "routing_decisions.jsonl", [{
-                "task_id": task.id,
-                "adapter": task.extra.get("cli") or self.config.agents.default,
+                "task_id": task.id, "adapter": adapter,
                 "model": step.model, "effort": step.effort, "reasons": [step.reason],
                 "attempt": attempt, "timestamp": time.time()}], fsync=False)
             self.repo.add_worktree(worktree, branch)
@@ -178,6 +178,8 @@ class AttemptRunner:
         try:
             adapter = choose_adapter(task, self.config.agents, env)
             command = build_command(adapter, ctx, self.config.agents)
+            if adapter != task.metadata.get("adapter"):  # `auto` resolved: the metrics'
+                self.store.update(task.id, metadata={"adapter": adapter})  # provider
         except AdapterError as exc:
             return AttemptEnd(TaskState.FAILED, str(exc), trigger="adapter")
         timeout = self.config.agents.timeouts.get(task.scope,

@@ -34,6 +34,12 @@ from console.engine.router import route
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fileio import append_jsonl
+from console.sdd.metric_codec import (
+    FinishedTask,
+    encode_task_metric,
+    metric_point_file,
+    metric_points,
+)
 from console.sdd.paths import Kind, SddPaths
 
 
@@ -212,9 +218,27 @@ class ChainKeeper:
                             f"{verb} {step.model}", task_id=task.id)
 
     def _write_chain(self, task: Task, chain: list[dict[str, Any]], succeeded: bool) -> None:
+        """The chain ends with the task: its cascade line, and the task's metrics line
+        and metric points in Bernstein's formats (the one place an attempt chain ends)."""
+        now = time.time()
         public = [{k: v for k, v in a.items() if k not in ("digest", "files_changed")}
                   for a in chain]
         append_jsonl(self.paths.of(Kind.CHAINS),
-                     [chain_record(task, public, succeeded, self.config, time.time())])
+                     [chain_record(task, public, succeeded, self.config, now)])
+        spent = dict(task.metadata.get("spent") or {})  # over every chain the task ran
+        for key, value in (("seconds", sum(float(a.get("latency_s") or 0) for a in chain)),
+                           ("tokens_in", sum(int(a.get("tokens_in") or 0) for a in chain)),
+                           ("tokens_out", sum(int(a.get("tokens_out") or 0) for a in chain)),
+                           ("cost_usd", sum(float(a.get("cost_usd") or 0) for a in chain))):
+            spent[key] = round(float(spent.get(key) or 0) + value, 6)
+        finished = FinishedTask(
+            task.id, task.role, task.tenant_id, task.status, str(chain[-1]["model"]),
+            str(task.metadata.get("adapter") or "") or None, spent["seconds"],
+            int(spent["tokens_in"]), int(spent["tokens_out"]), spent["cost_usd"],
+            len(chain[-1].get("files_changed") or ()), now)
+        append_jsonl(self.paths.of(Kind.TASK_METRICS), [encode_task_metric(finished)])
+        for metric_type, point in metric_points(finished).items():
+            append_jsonl(metric_point_file(self.paths.sdd, metric_type, now), [point],
+                         fsync=False)
         self.store.update(task.id, metadata={"chain": [], "chain_id": None,
-                                             "last_chain": public})
+                                             "last_chain": public, "spent": spent})

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.sdd.evolution_codec import encode_experiment
 from console.sdd.fileio import append_jsonl
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.tail import JsonlTail
@@ -247,11 +248,10 @@ def record_proposal(paths: SddPaths, proposal: Proposal, outcome: str, reason: s
             "target_files": list(proposal.target_files), "risk_level": f"L{risk}",
             "diff": proposal.diff, "diff_sha": proposal.diff_sha,
             "evidence": proposal.evidence}])
-        append_jsonl(paths.of(Kind.EXPERIMENTS), [{
-            "proposal_id": proposal.proposal_id, "title": proposal.title,
-            "risk_level": RISK_NAMES[risk], "baseline_score": None, "candidate_score": None,
-            "delta": None, "accepted": False, "reason": f"Deferred for human review: {reason}",
-            "cost_usd": 0.0, "duration_seconds": 0.0, "timestamp": now}])
+        append_jsonl(paths.of(Kind.EXPERIMENTS), [encode_experiment(
+            proposal_id=proposal.proposal_id, title=proposal.title,
+            risk_level=RISK_NAMES[risk], accepted=False,
+            reason=f"Deferred for human review: {reason}", timestamp=now)])
 
 
 def known_diffs(paths: SddPaths) -> set[str]:

@@ -27,6 +27,7 @@ from console.engine.gates.base import run_git_tool, run_tool
 from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
 from console.sdd.confine import UnsafeId, safe_id, sdd_path
+from console.sdd.evolution_codec import encode_experiment
 from console.sdd.fileio import append_jsonl, atomic_write_json, read_json_object
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW
@@ -243,13 +244,10 @@ def record_outcome(paths: SddPaths, *, proposal_id: str, title: str, risk: str,
         "proposal_id": proposal_id, "risk_level": risk, "confidence": confidence,
         "outcome": outcome, "reason": reason[:2000], "requires_human": False,
         "decided_at": now, "reviewer": reviewer}])
-    append_jsonl(paths.of(Kind.EXPERIMENTS), [{
-        "proposal_id": proposal_id, "title": title, "risk_level": risk,
-        "baseline_score": baseline, "candidate_score": score,
-        "delta": None if score is None or baseline is None else round(score - baseline, 6),
-        "accepted": accepted, "reason": reason[:2000],
-        "cost_usd": 0.0, "duration_seconds": round(now - started, 3), "timestamp": now,
-        "steps": steps, **({"diff_sha": diff_sha} if diff_sha else {})}])
+    append_jsonl(paths.of(Kind.EXPERIMENTS), [encode_experiment(
+        proposal_id=proposal_id, title=title, risk_level=risk, accepted=accepted,
+        reason=reason, timestamp=now, duration_seconds=now - started, baseline_score=baseline,
+        candidate_score=score, steps=steps, **({"diff_sha": diff_sha} if diff_sha else {}))])
 
 
 def _pending(paths: SddPaths, proposal_id: str) -> tuple[dict | None, str | None]:

@@ -262,46 +262,81 @@ class Ingestor:
         return created
 
 
-def _dead_end(store: TaskStore, task_id: str, seen: set[str]) -> str | None:
-    """Why this dependency can never be satisfied ('X failed', 'Y cancelled'), or None."""
-    task = store.tasks.get(task_id)
-    if task is None or task_id in seen:
-        return None
-    if task.status in DEAD_ENDS:
-        return f"{task_id} {task.status}"
-    if task.state is TaskState.BLOCKED:
-        seen.add(task_id)
-        for dep in task.depends_on:
-            why = _dead_end(store, dep, seen)
-            if why is not None:
-                return why
-    return None
+#: Where Bernstein 3.23.0 puts a task whose dependency will never deliver: the
+#: abandon cascade's state for a direct dependant of an abandoned task, the
+#: failed-dependency cascade's (#3452) for every other dead end.
+STRANDED = frozenset({TaskState.BLOCKED_BY_FAILED_DEP, TaskState.BLOCKED_BY_ABANDON})
+
+
+def _blocker(store: TaskStore, task: Task) -> Task | None:
+    """The dependency that strands `task`, as Bernstein's blocking_dependency picks it: a
+    direct dependency that ended without delivering or is stranded itself (so a chain
+    names its nearest link); with several, the lowest id."""
+    found = sorted(d for d in task.depends_on if (dep := store.tasks.get(d)) is not None
+                   and (dep.status in DEAD_ENDS or dep.state in STRANDED))
+    return store.tasks[found[0]] if found else None
+
+
+def _strand(store: TaskStore, task: Task, blocker: Task) -> Task:
+    """blocked → blocked_by_failed_dep | blocked_by_abandon, with the fields Bernstein
+    3.23.0 writes there (it unblocks through them when the dependency is retried and
+    done). Its table has no blocked → blocked_by_* edge, so the task passes through
+    open, as Bernstein's own cascade takes it from open; both records are written
+    under the store's lock, so nothing claims it in between."""
+    abandoned = blocker.status == TaskState.ABANDONED.value
+    state = TaskState.BLOCKED_BY_ABANDON if abandoned else TaskState.BLOCKED_BY_FAILED_DEP
+    reason = (f"upstream {blocker.id} abandoned" if abandoned
+              else f"dependency {blocker.id} is {blocker.status}")
+    terminal = None if abandoned else "blocked_by_failed_dependency"
+    if task.state is state:  # a nearer cause, or the same one again
+        return store.update(task.id, result_summary=reason, terminal_reason=terminal,
+                            metadata={"blocking_task_id": blocker.id})
+    if task.state is not TaskState.OPEN:
+        store.transition(task.id, TaskState.OPEN, reason=reason)
+    return store.transition(task.id, state, reason=reason, terminal_reason=terminal,
+                            metadata={"blocking_task_id": blocker.id})
 
 
 def reconcile_blocked(store: TaskStore) -> list[Task]:
-    """Open blocked tasks whose dependencies are all done; say why the others still wait."""
-    changed = []
+    """Open waiting tasks whose dependencies are all done; strand the ones a dependency
+    will never satisfy (Bernstein 3.23.0's states); say why the others still wait."""
+    changed: list[Task] = []
     with store.lock:
-        for task in store.in_state(TaskState.BLOCKED):
-            if not task.depends_on or task.metadata.get("held_by"):
-                continue  # no dependencies, or held by a phase gate (missions.py)
-            deps = [(d, store.tasks.get(d)) for d in task.depends_on]
-            missing = [d for d, t in deps if t is None]
-            dead = [why for d, _t in deps if (why := _dead_end(store, d, set())) is not None]
-            waiting = [d for d, t in deps if t is not None and t.status not in SATISFIED]
-            if missing:
-                reason = "dependency " + ", ".join(missing) + " does not exist"
-            elif dead:
-                reason = "blocked: dependency " + ", ".join(dead)
-            elif waiting:
-                reason = f"waiting for {', '.join(waiting)}"
-            else:
-                with contextlib.suppress(IllegalTransition):
-                    changed.append(store.transition(task.id, TaskState.OPEN, reason=None,
-                                                    result_summary=None))
-                continue
-            if task.result_summary != reason:
-                changed.append(store.update(task.id, result_summary=reason))
+        moved = True
+        while moved:  # a stranded task strands its own dependants on the next round
+            moved = False
+            waiting_tasks = [t for state in (TaskState.BLOCKED, *sorted(STRANDED))
+                             for t in store.in_state(state)]
+            for task in waiting_tasks:
+                if not task.depends_on or task.metadata.get("held_by"):
+                    continue  # no dependencies, or held by a phase gate (missions.py)
+                deps = [(d, store.tasks.get(d)) for d in task.depends_on]
+                missing = [d for d, t in deps if t is None]
+                blocker = _blocker(store, task)
+                waiting = [d for d, t in deps if t is not None and t.status not in SATISFIED]
+                try:
+                    if missing:
+                        reason = "dependency " + ", ".join(missing) + " does not exist"
+                    elif blocker is not None:
+                        if (task.state not in STRANDED
+                                or task.metadata.get("blocking_task_id") != blocker.id):
+                            changed.append(_strand(store, task, blocker))
+                            moved = True
+                        continue
+                    elif waiting:  # a stranded task whose dependency was retried stays
+                        reason = f"waiting for {', '.join(waiting)}"  # until it is done
+                    else:
+                        changed.append(store.transition(
+                            task.id, TaskState.OPEN, reason=None, result_summary=None,
+                            terminal_reason=None,
+                            metadata={"blocking_task_id": None} if task.state in STRANDED
+                            else None))
+                        moved = True
+                        continue
+                except IllegalTransition:
+                    continue
+                if task.result_summary != reason:
+                    changed.append(store.update(task.id, result_summary=reason))
     return changed
 
 

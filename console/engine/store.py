@@ -28,16 +28,26 @@ ARCHIVED_STATES = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELL
 _COMPLETING = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED})
 
 
-def archive_record(task: Task) -> dict[str, Any]:
-    """Bernstein's ArchiveRecord (reference §2.5)."""
-    duration = (round(task.completed_at - task.created_at, 3)
-                if task.completed_at is not None and task.created_at is not None else None)
+def archive_record(task: Task, now: float | None = None) -> dict[str, Any]:
+    """Bernstein's ArchiveRecord (reference §2.5).
+
+    Bernstein 3.23.0 answers `GET /tasks/archive` through a TypedDict whose
+    created_at, completed_at and duration_seconds are required floats: one null on
+    one line turns the whole archive into a 500. A task Bernstein created carries no
+    created_at in its task log, so the earliest moment the record shows it existed
+    (claimed, else completed) stands in for it; every time here is a real one.
+    """
+    completed = task.completed_at if task.completed_at is not None else (
+        now if now is not None else time.time())
+    known = [t for t in (task.created_at, task.claimed_at) if t is not None]
+    created = known[0] if known else completed
     return {
         "task_id": task.id, "title": task.title, "role": task.role, "status": task.status,
-        "created_at": task.created_at, "completed_at": task.completed_at,
-        "duration_seconds": duration, "result_summary": task.result_summary, "cost_usd": None,
+        "created_at": created, "completed_at": completed,
+        "duration_seconds": round(max(0.0, completed - created), 3),
+        "result_summary": task.result_summary, "cost_usd": None,
         "assigned_agent": task.assigned_agent, "owned_files": list(task.owned_files),
-        "tenant_id": task.tenant_id, "claimed_by_session": task.claimed_by_session,
+        "tenant_id": task.tenant_id or "default", "claimed_by_session": task.claimed_by_session,
     }
 
 
@@ -108,7 +118,8 @@ class TaskStore:
     def _write(self, task: Task, *, archive: bool = False) -> Task:
         append_jsonl(self.paths.of(Kind.TASKS), [encode_task(task)], fsync=self.fsync)
         if archive:
-            append_jsonl(self.paths.of(Kind.ARCHIVE), [archive_record(task)], fsync=self.fsync)
+            append_jsonl(self.paths.of(Kind.ARCHIVE), [archive_record(task, self.clock())],
+                         fsync=self.fsync)
         old = self.tasks.get(task.id)
         if old is not None:
             self._by_status.get(old.status, {}).pop(task.id, None)

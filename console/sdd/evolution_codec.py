@@ -71,3 +71,27 @@ def decode_experiment(d: Mapping[str, Any]) -> Experiment:
         delta=opt_float(d, "delta"),
         timestamp=opt_epoch(d, "timestamp"),
     )
+
+
+def encode_experiment(*, proposal_id: str, title: str, risk_level: str, accepted: bool,
+                      reason: str, timestamp: float, duration_seconds: float = 0.0,
+                      baseline_score: float | None = None, candidate_score: float | None = None,
+                      **extra: Any) -> dict[str, Any]:
+    """One experiments.jsonl line, as Bernstein's ExperimentResult.to_dict writes it.
+
+    Bernstein reads every line with `float(d.get("delta", 0.0))` (`evolve status`,
+    `evolve export`): a null there raises, so a score that is not known is left out
+    (and `delta` with it) rather than written as null. `extra` keys (our own: steps,
+    diff_sha) follow Bernstein's.
+    """
+    line: dict[str, Any] = {"proposal_id": proposal_id, "title": title, "risk_level": risk_level}
+    if baseline_score is not None:
+        line["baseline_score"] = baseline_score
+    if candidate_score is not None:
+        line["candidate_score"] = candidate_score
+    if baseline_score is not None and candidate_score is not None:
+        line["delta"] = round(candidate_score - baseline_score, 6)
+    line.update(accepted=accepted, reason=reason[:2000], cost_usd=0.0,
+                duration_seconds=round(duration_seconds, 3), timestamp=timestamp)
+    line.update(extra)
+    return line

@@ -3,7 +3,10 @@ reviews, SLA events and phase-gate events (DESIGN §3, reference §3 and §6.1).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -276,3 +279,63 @@ def gate_line(task_id: str, result: GateResult, timestamp: str) -> dict[str, Any
     for key, value in result.metadata.items():
         line.setdefault(key, value)
     return line
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTask:
+    """What a finished task cost, summed over every attempt it had (all its chains)."""
+
+    task_id: str
+    role: str
+    tenant_id: str
+    status: str  # done | failed | cancelled
+    model: str  # the model of the last attempt
+    provider: str | None  # the agent adapter
+    seconds: float
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    files_modified: int
+    timestamp: float
+
+    @property
+    def success(self) -> bool:
+        return self.status == "done"
+
+
+def encode_task_metric(done: FinishedTask) -> dict[str, Any]:
+    """One metrics/tasks.jsonl line: the keys of Bernstein's evolution collector
+    (TaskMetrics.to_dict), every number a number, plus `status` and `success`, which its
+    `cost` command, spend forecast and run export read from the same file. One line per
+    finished task; a task run again gets a new line with its running totals (Bernstein's
+    readers keep the last line per task_id)."""
+    return {
+        "timestamp": done.timestamp, "task_id": done.task_id, "role": done.role,
+        "model": done.model, "provider": done.provider,
+        "duration_seconds": round(done.seconds, 3), "tokens_prompt": done.tokens_in,
+        "tokens_completion": done.tokens_out, "cost_usd": round(done.cost_usd, 6),
+        "janitor_passed": done.success, "files_modified": done.files_modified,
+        "lines_added": 0, "lines_deleted": 0, "status": done.status, "success": done.success,
+    }
+
+
+def metric_points(done: FinishedTask) -> dict[str, dict[str, Any]]:
+    """Bernstein's daily metric points for a finished task (MetricsCollector, reference
+    §3.3): its completion time, and its tokens when it used any; metric type → point.
+    `GET /quality` reads these for its per-model success rate, time and tokens."""
+    labels = {"task_id": done.task_id, "role": done.role, "model": done.model,
+              "tenant_id": done.tenant_id}
+    points = {"task_completion_time": {
+        "timestamp": done.timestamp, "metric_type": "task_completion_time",
+        "value": round(done.seconds, 3), "labels": {**labels, "success": str(done.success)}}}
+    if done.tokens_in + done.tokens_out > 0:
+        points["api_usage"] = {"timestamp": done.timestamp, "metric_type": "api_usage",
+                               "value": float(done.tokens_in + done.tokens_out),
+                               "labels": labels}
+    return points
+
+
+def metric_point_file(sdd: Path, metric_type: str, timestamp: float) -> Path:
+    """metrics/<metric_type>_<YYYY-MM-DD>.jsonl, the local date, as Bernstein names them."""
+    day = time.strftime("%Y-%m-%d", time.localtime(timestamp))
+    return sdd / "metrics" / f"{metric_type}_{day}.jsonl"

@@ -163,9 +163,10 @@ def encode_task(task: Task) -> dict[str, Any]:
     }
     record = {key: known[key] if key in known else extra.pop(key, defaults[key])
               for key in BERNSTEIN_TASK_KEYS}
+    if task.created_at is not None:  # Bernstein's Task.from_dict keeps a null here as is
+        record["created_at"] = task.created_at
     record.update(
-        created_at=task.created_at, deadline=task.deadline, model=task.model,
-        effort=task.effort,
+        deadline=task.deadline, model=task.model, effort=task.effort,
         completion_signals=[encode_signal(s) for s in task.completion_signals],
     )
     record.update(extra)
