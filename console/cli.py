@@ -14,10 +14,18 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from console import __version__
+from console.sdd.sanitize import display_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def say(text: object, file: TextIO | None = None) -> None:
+    """One line made from data (an outcome, an error naming an id or a file): printed as
+    display text, so nothing in it reaches the terminal as control."""
+    print(display_text(text), file=file if file is not None else sys.stdout)
 
 
 class UsageError(Exception):
@@ -144,7 +152,7 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except EngineError as exc:
-        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        say(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
 
@@ -229,15 +237,18 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
+
+    from console.sdd.sanitize import CELL_LIMIT, data_text
 
     table = Table(title_justify="left")
     for column in ("id", "state", "risk", "conf.", "title", "last decision"):
         table.add_column(column)
     for row in rows:
-        table.add_row(Text(row["proposal_id"]), "! pending" if row["pending"] else "✓ decided",
-                      Text(str(row["risk_level"] or "")), f"{row['confidence'] or 0:.2f}",
-                      Text(row["title"]), Text(f"{row['outcome']} {row['reviewer'] or ''}"))
+        table.add_row(data_text(row["proposal_id"], limit=CELL_LIMIT),
+                      "! pending" if row["pending"] else "✓ decided",
+                      data_text(row["risk_level"] or "", limit=CELL_LIMIT),
+                      f"{row['confidence'] or 0:.2f}", data_text(row["title"], limit=CELL_LIMIT),
+                      data_text(f"{row['outcome']} {row['reviewer'] or ''}", limit=CELL_LIMIT))
     Console().print(table)
     return EXIT_OK
 
@@ -266,7 +277,7 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
         outcome = control.resume()
     else:
         outcome = control.evolve()
-    print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
+    say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
 
 
@@ -339,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except UsageError as exc:
-        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        say(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -348,6 +359,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("BERNSTEIN_TUI_DEBUG"):
             traceback.print_exc()
-        print(f"bernstein-tui: internal error: {type(exc).__name__}: {exc} "
-              "(set BERNSTEIN_TUI_DEBUG=1 for the traceback)", file=sys.stderr)
+        say(f"bernstein-tui: internal error: {type(exc).__name__}: {exc} "
+            "(set BERNSTEIN_TUI_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_FAILED

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli import EXIT_FAILED, EXIT_OK, UsageError  # cli imports this module lazily
+from console.cli import EXIT_FAILED, EXIT_OK, UsageError, say  # cli imports this lazily
 
 if TYPE_CHECKING:
     from console.control import Control
@@ -146,7 +146,7 @@ def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
         outcome = control.resume()
     else:
         outcome = control.evolve()
-    print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
+    say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
 
 

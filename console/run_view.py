@@ -19,6 +19,7 @@ from rich.text import Text
 
 from console.engine.engine import Engine
 from console.model import EngineEvent, TaskState, state_label
+from console.sdd.sanitize import data_text, display_text
 
 LEVEL_MARK = {"info": "·", "warning": "⚠", "error": "✗"}
 
@@ -32,9 +33,10 @@ def _running_table(engine: Engine) -> Table:
         if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
             continue
         elapsed = now - (task.claimed_at or now)
-        table.add_row(task.id, state_label(task.status),
-                      str(task.metadata.get("last_model") or task.model or "—"),
-                      f"{elapsed:5.1f}s", task.title[:60])
+        # data: never markup (a `[/]` in a title ended the live view)
+        table.add_row(data_text(task.id, limit=40), data_text(state_label(task.status)),
+                      data_text(task.metadata.get("last_model") or task.model or "—"),
+                      f"{elapsed:5.1f}s", data_text(task.title, limit=60))
     return table
 
 
@@ -42,7 +44,7 @@ def _counts_line(engine: Engine) -> Text:
     counts = Counter(t.status for t in engine.store.snapshot())
     parts = [f"{state_label(s.value)} {counts[s.value]}" for s in TaskState if counts[s.value]]
     paused = "  [paused]" if engine.paused else ""
-    return Text(f"{sum(counts.values())} tasks  " + "  ".join(parts) + paused)
+    return data_text(f"{sum(counts.values())} tasks  " + "  ".join(parts) + paused)
 
 
 def run_headless(root: Path, *, workers: int | None, until_idle: bool,
@@ -53,7 +55,7 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
     def echo(event: EngineEvent) -> None:
         mark = LEVEL_MARK.get(event.level, "·")
         where = f" [{event.file}]" if event.file else ""
-        out.print(f"{time.strftime('%H:%M:%S')} {mark} {event.message}{where}",
+        out.print(display_text(f"{time.strftime('%H:%M:%S')} {mark} {event.message}{where}"),
                   markup=False, highlight=False, soft_wrap=True)
 
     engine = Engine(root, workers=workers, echo=echo)
