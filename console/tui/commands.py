@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.markup import escape
 
+from console.model import TaskState
 from console.sdd.sanitize import CELL_LIMIT, display_text
 from console.tui.keys import MAIN_KEYS
 
@@ -55,8 +55,9 @@ class ConsoleCommands(Provider):
         for task_id, title, status in tasks:
             shown = (f"{display_text(task_id, limit=CELL_LIMIT)} "
                      f"{display_text(title, limit=CELL_LIMIT)}")
+            # the help line is always parsed as markup: only a known state's name goes in
             entries.append((f"Task {shown}", partial(app.go_to_task, task_id),
-                            escape(display_text(status, limit=CELL_LIMIT))))
+                            status if TaskState.parse(status) else "task (unknown state)"))
             if status == "failed":
                 entries.append((f"Retry task {shown}",
                                 partial(app.action_retry, task_id), "failed task"))
