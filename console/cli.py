@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from console import __version__
-from console.sdd.sanitize import display_text
+from console.sdd.sanitize import display_text, json_display
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -26,6 +26,11 @@ def say(text: object, file: TextIO | None = None) -> None:
     """One line made from data (an outcome, an error naming an id or a file): printed as
     display text, so nothing in it reaches the terminal as control."""
     print(display_text(text), file=file if file is not None else sys.stdout)
+
+
+def print_json(value: object) -> None:
+    """A JSON answer on stdout: data, so written with `json_display` (same value parsed)."""
+    sys.stdout.write(json_display(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 class UsageError(Exception):
@@ -118,8 +123,7 @@ def cmd_status(root: Path, as_json: bool) -> int:
     source.load()
     summary = summarise(source.state)
     if as_json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(summary)
     else:
         from console.status_view import print_status
 
@@ -196,8 +200,7 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     if paths.sdd.is_dir():
         write_gate_run(paths, run.report)
     if as_json:
-        json.dump(encode_gate_report(run.report), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(encode_gate_report(run.report))
     else:
         from console.gates_view import print_report
 
@@ -232,8 +235,7 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
             "has_diff": bool(proposal and proposal.diff),
         })
     if as_json:
-        json.dump(rows, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(rows)
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table

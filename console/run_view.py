@@ -18,18 +18,18 @@ from rich.table import Table
 from rich.text import Text
 
 from console.engine.engine import Engine
-from console.model import EngineEvent, TaskState, state_label
+from console.model import EngineEvent, Task, TaskState, state_label
 from console.sdd.sanitize import data_text, display_text
 
 LEVEL_MARK = {"info": "·", "warning": "⚠", "error": "✗"}
 
 
-def _running_table(engine: Engine) -> Table:
+def _running_table(tasks: list[Task]) -> Table:
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     for column in ("task", "state", "model", "elapsed", "title"):
         table.add_column(column)
     now = time.time()
-    for task in engine.store.snapshot():
+    for task in tasks:
         if task.state not in (TaskState.CLAIMED, TaskState.IN_PROGRESS):
             continue
         elapsed = now - (task.claimed_at or now)
@@ -40,11 +40,31 @@ def _running_table(engine: Engine) -> Table:
     return table
 
 
-def _counts_line(engine: Engine) -> Text:
-    counts = Counter(t.status for t in engine.store.snapshot())
+def _counts_line(engine: Engine, tasks: list[Task]) -> Text:
+    counts = Counter(t.status for t in tasks)
     parts = [f"{state_label(s.value)} {counts[s.value]}" for s in TaskState if counts[s.value]]
     paused = "  [paused]" if engine.paused else ""
     return data_text(f"{sum(counts.values())} tasks  " + "  ".join(parts) + paused)
+
+
+class _LiveView:
+    """What the live view draws. Rich calls it holding the Live's lock, and the engine
+    prints its events (through that lock) while it holds the store's: so it never
+    waits for the store — a busy store shows the last view again, not a deadlock."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.last: Group = Group()
+
+    def __call__(self) -> Group:
+        lock = self.engine.store.lock
+        if lock.acquire(blocking=False):
+            try:
+                tasks = self.engine.store.snapshot()
+            finally:
+                lock.release()
+            self.last = Group(_counts_line(self.engine, tasks), _running_table(tasks))
+        return self.last
 
 
 def run_headless(root: Path, *, workers: int | None, until_idle: bool,
@@ -68,8 +88,8 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
     signal.signal(signal.SIGTERM, on_term)
     interrupted = False
     try:
-        live = (Live(get_renderable=lambda: Group(_counts_line(engine), _running_table(engine)),
-                     console=out, refresh_per_second=4, transient=True)
+        live = (Live(get_renderable=_LiveView(engine), console=out, refresh_per_second=4,
+                     transient=True)
                 if out.is_terminal else None)
         try:
             if live is not None:
@@ -93,5 +113,5 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
         finally:
             signal.signal(signal.SIGINT, previous_int)
             signal.signal(signal.SIGTERM, previous)
-    out.print(_counts_line(engine), highlight=False)
+    out.print(_counts_line(engine, engine.store.snapshot()), highlight=False)
     return engine, interrupted

@@ -92,6 +92,22 @@ def display_text(value: object, *, multiline: bool = False, limit: int | None = 
     return text
 
 
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code > 0xFFFF:  # JSON spells an astral character as a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def json_display(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) safe for a terminal: every
+    character `display_text` would escape is written as a JSON `\\u` escape instead,
+    so the parsed value is the same and no C1 control, bidi override or lone surrogate
+    reaches the terminal (or fails to encode). JSON already escapes C0 and ESC."""
+    return _UNSAFE_MULTI.sub(_json_escape, text)
+
+
 def data_text(value: object, style: str = "", *, multiline: bool = False,
               limit: int | None = None) -> Text:
     """`display_text` as a Rich `Text` (never markup), for a table cell or a pane."""

@@ -58,7 +58,8 @@ def control_in(text: str) -> list[str]:
 def assert_text_only(text: str, where: str) -> None:
     found = control_in(text)
     assert not found, f"{where}: control reached the display: {found}"
-    assert OSC52_PAYLOAD not in text or "\\x1b]52" in text, where  # shown escaped, if at all
+    # the payload, if there at all, is shown escaped (as text, or a JSON escape)
+    assert OSC52_PAYLOAD not in text or "\\x1b]52" in text or "\\u001b]52" in text, where
 
 
 def _diff() -> str:
@@ -86,6 +87,7 @@ def write_hostile_project(root: Path, *, now: float) -> dict[str, Any]:
            task_record(MARKUP_ID, "failed", title=f"markup {HOSTILE['markup_close']}",
                        role="[bold]", deadline=now + 300, created_at=now - 60),
            task_record("T-state", f"weird{EVIL}", title=EVIL, role="docs"),
+           task_record("T-surrogate", "open", title="lone \ud800 surrogate \U000e0041"),
            '{"id": "T-bad", "status": "open", "title": 5}\n',  # a problem whose reason is shown
            f'{{"id": "{json.dumps(EVIL)[1:-1]}", "title": 7}}\n')
     for task_id in (TASK_ID, MARKUP_ID):

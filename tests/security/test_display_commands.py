@@ -39,13 +39,18 @@ def test_status_and_proposals_print_the_corpus_as_text(tmp_path: Path) -> None:
     assert status.returncode == 0, status.stderr
     _clean(status, "status")
     assert "\\x1b]52;c;" in status.stdout and "problems:" in status.stdout
-    summary = json.loads(run_cli("-C", str(tmp_path), "status", "--json").stdout)
-    assert summary["tasks"]["total"] >= 3
+    as_json = run_cli("-C", str(tmp_path), "status", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    _clean(as_json, "status --json")  # C1, bidi and surrogates as JSON \u escapes
+    summary = json.loads(as_json.stdout)
+    assert summary["tasks"]["total"] >= 4
     proposals = run_cli("-C", str(tmp_path), "proposals")
     assert proposals.returncode == 0, proposals.stderr
     _clean(proposals, "proposals")
     assert "EVO-[/]" in proposals.stdout  # markup in an id is shown as written
-    rows = json.loads(run_cli("-C", str(tmp_path), "proposals", "--json").stdout)
+    rows_json = run_cli("-C", str(tmp_path), "proposals", "--json")
+    _clean(rows_json, "proposals --json")
+    rows = json.loads(rows_json.stdout)
     assert {"EVO-[/]", f"EVO-{EVIL}"} <= {row["proposal_id"] for row in rows}
 
 

@@ -7,13 +7,21 @@ keeps SGR colours and nothing else that a terminal would obey."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.text import Text
 
-from console.sdd.sanitize import CELL_LIMIT, ELLIPSIS, data_text, display_text, sgr_only
+from console.sdd.sanitize import (
+    CELL_LIMIT,
+    ELLIPSIS,
+    data_text,
+    display_text,
+    json_display,
+    sgr_only,
+)
 from tests.security.display_kit import EVIL, HOSTILE, OSC8_URL, OSC52_PAYLOAD, control_in
 
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # surrogates, controls, all
@@ -48,6 +56,15 @@ def test_log_filter_leaves_only_sgr_and_its_text_is_clean(text: str) -> None:
     assert not control_in(rendered.plain) and "\x1b" not in rendered.plain
     assert not any("conceal" in str(span.style) or "blink" in str(span.style)
                    for span in rendered.spans)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(TEXTS, st.one_of(TEXTS, st.lists(TEXTS, max_size=3)), max_size=4))
+def test_json_output_is_the_same_value_with_no_control(value: dict) -> None:  # type: ignore[type-arg]
+    text = json_display(json.dumps(value, indent=2, ensure_ascii=False))
+    assert not control_in(text) and "\x1b" not in text
+    text.encode("utf-8")
+    assert json.loads(text) == value
 
 
 @given(st.text(st.characters(exclude_categories=("Cc", "Cf", "Cs", "Zl", "Zp"))))

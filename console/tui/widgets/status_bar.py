@@ -78,7 +78,7 @@ class StatusBar(Lines):
     """Re-rendered from the header figures each batch carries, and on resize."""
 
     def __init__(self, where: str, **kwargs: object) -> None:
-        super().__init__(where, markup=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(display_text(where), markup=False, **kwargs)  # type: ignore[arg-type]
         self.where = where
         self.engine_line = "engine: off (watching only)"
         self.header = Header({}, 0, None, 0.0, 0)
