@@ -18,11 +18,15 @@ git's `core.quotePath` and `less -R`, data is text, never control:
   erase, DCS, SOS, PM, APC, bare ESC, 8-bit C1 introducers; the text between is
   made safe by `display_text`. `rich.text.Text.from_ansi` renders the result.
 
-Neither interprets Rich or Textual markup: callers put the result into `Text` /
+- `json_display` is for `--json` answers: the same characters become JSON `\\u`
+  escapes, so the parsed value is unchanged.
+
+None interprets Rich or Textual markup: callers put the result into `Text` /
 `Content` objects (`data_text` makes the `Text`) or print it with markup off,
 never into markup strings.
 
-Standard library only (the `sdd` layer, imported by every text command).
+Standard library only at import (the `sdd` layer, loaded by every text command;
+`data_text` imports Rich when first called).
 """
 
 from __future__ import annotations
