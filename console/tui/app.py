@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Input, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
 from console.sdd.fileio import read_log_tail
+from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from console.tui import settings
@@ -44,11 +46,13 @@ if TYPE_CHECKING:
 
 DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
+NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 def empty_text(root: Path, exists: bool) -> str:
+    where = display_text(root)  # a directory's name is data too
     if exists:
         return (
-            f"No tasks yet in {root / '.sdd'}\n\n"
+            f"No tasks yet in {where}/.sdd\n\n"
             "Tasks appear here as soon as anything writes them. To give the engine work,\n"
             "drop a ticket into .sdd/backlog/open/, for example hello.yaml:\n\n"
             "  title: Write hello.txt\n"
@@ -58,9 +62,9 @@ def empty_text(root: Path, exists: bool) -> str:
             "Bernstein itself here."
         )
     return (
-        f"No .sdd/ directory in {root}\n\n"
+        f"No .sdd/ directory in {where}\n\n"
         "This console shows what an orchestrator writes there. To start:\n\n"
-        f"  bernstein-tui -C {root} init      create .sdd/ and a commented bernstein.yaml\n"
+        f"  bernstein-tui -C {where} init      create .sdd/ and a commented bernstein.yaml\n"
         "  bernstein run                   or run Bernstein itself in this directory\n\n"
         "The console is watching: it fills in as soon as .sdd/ appears."
     )
@@ -243,7 +247,7 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
         show_table = message.exists and bool(table.rows)
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text(self.source.paths.root, message.exists) if self.local
-                         else f"No tasks on {self.source.describe()} yet.")
+                         else f"No tasks on {display_text(self.source.describe())} yet.")
         empty.display = not show_table
         if show_table or message.loaded or not message.exists:  # something to read is up
             self.call_after_refresh(self._after_first_paint)
@@ -329,7 +333,7 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
         if error:
             text = f"✗ {error}  ·  {shown}"
         line = self._main("#view-line")
-        line.show_lines(text)
+        line.show_lines(display_text(text))  # the filter may be pasted
         line.set_class(bool(error), "-error")
 
     # -- the selected task's detail ----------------------------------------------
@@ -483,3 +487,12 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification of the console (screens' too: theirs come here): data
+        made display text, never markup — a `[/]` in a server's error or a task id is
+        shown as written, an escape sequence as `\\x1b`."""
+        super().notify(display_text(message, multiline=True, limit=NOTE_LIMIT),
+                       title=display_text(title, limit=NOTE_LIMIT), severity=severity,
+                       timeout=timeout, markup=False)
