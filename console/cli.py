@@ -171,34 +171,34 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
         say(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # the engine could not even start writing (a full disk)
-        print(f"bernstein-tui: cannot write .sdd/: {exc.strerror or exc} "
-              f"({exc.filename or root})", file=sys.stderr)
+        say(f"bernstein-tui: cannot write .sdd/: {exc.strerror or exc} "
+            f"({exc.filename or root})", sys.stderr)
         return EXIT_FAILED
     if engine.writes.problem is not None:  # a full disk: stopped, not idle
-        print(f"bernstein-tui: {engine.writes.problem}", file=sys.stderr)
+        say(f"bernstein-tui: {engine.writes.problem}", sys.stderr)
         return EXIT_FAILED
     return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
 
 
 def cmd_gates(root: Path, as_json: bool) -> int:
-    import subprocess
 
     from console.engine.gates.base import ToolMissing
     from console.engine.gates.cache import GateCache
     from console.engine.gates.pipeline import GatePipeline, load_gate_setup
     from console.engine.gates.plugins import PluginError
     from console.engine.llm import LlmClient
+    from console.engine.safegit import GitFailed, run_git
     from console.sdd.gate_config import GateConfigError
     from console.sdd.gate_records import write_gate_run
     from console.sdd.metric_codec import encode_gate_report
     from console.sdd.paths import SddPaths
     from console.sdd.project_config import ConfigError, load_config
 
-    probe = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], cwd=root,
-                           capture_output=True, text=True)
-    if probe.returncode != 0:
-        raise UsageError(f"{root} is not a git repository; gates run on its working-tree diff")
-    git_dir = Path(probe.stdout.strip())
+    try:  # the engine's safe git: minimal environment, no repository-run programs
+        git_dir = Path(run_git(["rev-parse", "--absolute-git-dir"], root, work_tree=False))
+    except (GitFailed, OSError):
+        raise UsageError(f"{root} is not a git repository; gates run on its working-tree "
+                         "diff") from None
     try:
         config = load_config(root)
         setup = load_gate_setup(root, config.raw.get("quality_gates"))

@@ -15,6 +15,7 @@ from console.engine.gitops import GitRepo
 from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner
 from console.engine.store import TaskStore
+from console.sdd.confine import UnsafePath
 from console.sdd.paths import SddPaths
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.trust import check as check_trust
@@ -103,8 +104,10 @@ class FileControl:
                 store.load()
                 store.on_change(lambda task: close_ticket(self.paths, task))
                 return action(store)
-        except EngineError as exc:
+        except (EngineError, UnsafePath) as exc:
             return Outcome.refused(str(exc))
+        except OSError as exc:  # a full disk, an unreadable task log
+            return Outcome.refused(f"cannot write .sdd/: {exc.strerror or exc}")
 
     def retry(self, task_id: str) -> Outcome:
         return self._with_store(lambda store: operations.retry(store, task_id))
@@ -133,7 +136,7 @@ class FileControl:
                 except EngineError:
                     repo = None
                 return action(repo, config)
-        except EngineError as exc:
+        except (EngineError, UnsafePath) as exc:
             return Outcome.refused(str(exc))
 
     def _untrusted(self, action: str) -> Outcome | None:

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.sdd.confine import UnsafePath, is_safe_id, within
 from console.sdd.evolution_codec import encode_experiment
-from console.sdd.fileio import append_jsonl
+from console.sdd.fileio import append_jsonl, read_regular_file
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.tail import JsonlTail
 
@@ -116,10 +117,14 @@ def _records(paths: SddPaths, kind: Kind) -> list[dict[str, Any]]:
 
 
 def _read(root: Path, rel: str) -> str:
+    """A template of the project, "" when absent; only a regular file inside the project,
+    reached through no link, of at most 1 MiB (its name holds a role from data)."""
     try:
-        return (root / rel).read_text(encoding="utf-8")
-    except OSError:
+        path = within(root, rel, what="template")
+    except UnsafePath:
         return ""
+    data, _problem = read_regular_file(path, rel, 1024 * 1024)
+    return (data or b"").decode("utf-8", "replace")
 
 
 def _new_id() -> str:
@@ -160,6 +165,8 @@ def analyse(paths: SddPaths) -> list[Proposal]:
     for chain in chains:
         by_role[str(chain.get("role") or "backend")].append(chain)
     for role, items in sorted(by_role.items()):
+        if not is_safe_id(role):  # it names template files: a role from data is checked
+            continue
         failed = [c for c in items if not c.get("succeeded")]
         if len(items) >= 3 and len(failed) / len(items) >= 0.5:
             patterns = Counter(str(r.get("error_pattern"))[:160] for r in reflections

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -28,7 +30,14 @@ from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
 from console.sdd.confine import UnsafeId, safe_id, sdd_path
 from console.sdd.evolution_codec import encode_experiment
-from console.sdd.fileio import append_jsonl, atomic_write_json, read_json_object
+from console.sdd.evolution_results import append_result, best_score
+from console.sdd.fileio import (
+    MAX_JSON_FILE_BYTES,
+    append_jsonl,
+    atomic_write_json,
+    read_json_object,
+    read_regular_file,
+)
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW
 from console.sdd.source import LocalSource
@@ -115,25 +124,6 @@ def _suite_path(paths: SddPaths) -> Path:
     return paths.sdd / "evolution" / "suite.json"
 
 
-def _results_path(paths: SddPaths) -> Path:
-    return paths.sdd / "evolution" / "results.tsv"
-
-
-def best_score(paths: SddPaths) -> float | None:
-    try:
-        rows = _results_path(paths).read_text().splitlines()[1:]
-    except OSError:
-        return None
-    scores = []
-    for row in rows:
-        cells = row.split("\t")
-        try:
-            scores.append(float(cells[3]))
-        except (IndexError, ValueError):
-            continue
-    return max(scores) if scores else None
-
-
 @dataclass
 class GateRun:
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -155,16 +145,17 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
     sandbox = sdd_path(paths.root, "sandboxes", safe_id(proposal_id, "proposal id"),
                        what="sandbox")
     branch = f"evolution/{proposal_id}"
+    fd, name = tempfile.mkstemp(prefix="bernstein-tui-proposal-", suffix=".diff")
+    patch = Path(name)  # outside the worktree: a link committed there is never written through
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(diff)
     repo.add_worktree(sandbox, branch)
     merged = False
     try:
-        patch = sandbox / ".bernstein-tui-proposal.diff"
-        patch.write_text(diff)
         check = run_git_tool(["apply", "--check", str(patch)], sandbox, 60)
         if not run.step("apply", check.exit_code == 0, check.output.strip()[-500:] or "applies"):
             return False, f"the patch does not apply: {check.output.strip()[-300:]}", run
         run_git_tool(["apply", str(patch)], sandbox, 60)
-        patch.unlink()
         touched = _touched(sandbox)
         really = file_guard("".join(f"+++ b/{p}\n" for p, _ in touched),
                             config.allowed_paths)
@@ -217,21 +208,12 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
         atomic_write_json(_suite_path(paths), suite)
         run.step("promotion", True, f"promoted {', '.join(newly)}" if newly
                  else "no eval newly passes")
-        _append_result(paths, proposal_id, repo, run.score)
+        append_result(paths, proposal_id,
+                      run_git_tool(["rev-parse", "HEAD"], repo.root, 30).output.strip(), run.score)
         return True, f"merged into {repo.base}", run
     finally:
+        patch.unlink(missing_ok=True)
         repo.remove_worktree(sandbox, branch if merged else None)
-
-
-def _append_result(paths: SddPaths, proposal_id: str, repo: GitRepo, score: float | None
-                   ) -> None:
-    path = _results_path(paths)
-    commit = run_git_tool(["rev-parse", "HEAD"], repo.root, 30).output.strip()
-    header = "" if path.exists() else "timestamp\tproposal_id\tcommit\tscore\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"{header}{time.time():.3f}\t{proposal_id}\t{commit}\t"
-                     f"{'' if score is None else score}\n")
 
 
 def record_outcome(paths: SddPaths, *, proposal_id: str, title: str, risk: str,
@@ -272,10 +254,9 @@ def _pending(paths: SddPaths, proposal_id: str) -> tuple[dict | None, str | None
 
 
 def _deferred_records(paths: SddPaths) -> list[dict]:
-    try:
-        lines = paths.of(Kind.DEFERRED).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
+    data, _problem = read_regular_file(paths.of(Kind.DEFERRED), "deferred.jsonl",
+                                       4 * MAX_JSON_FILE_BYTES)  # 64 MB of proposals
+    lines = (data or b"").decode("utf-8", "replace").splitlines()
     out = []
     for line in lines:
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from console.engine.errors import EngineError
 from console.engine.gitguard import GitMetaGuard
 from console.engine.safegit import NO_DIFF_PROGRAMS, GitFailed, run_git
-from console.sdd.confine import remove_tree
+from console.sdd.confine import real_dir, remove_tree
 
 IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid",
             "-c", "gc.auto=0")
@@ -82,6 +82,7 @@ class GitRepo:
         # metadata (worktree admin dirs, branch refs, the base checkout)
         self.lock = threading.RLock()
         self.meta = GitMetaGuard(self.common_dir)
+        self.check_admin()
         self.on_note: Callable[[str], None] | None = None  # where put-back notes are said
         self._guarded: set[Path] = set()  # attempts' worktrees, while they run
         if not self._valid("HEAD"):
@@ -109,8 +110,17 @@ class GitRepo:
     def branch_exists(self, branch: str) -> bool:
         return self._valid(f"refs/heads/{branch}")
 
+    def check_admin(self) -> None:
+        """EngineError when .git/worktrees is a link: git's own worktree commands would
+        write and prune (delete files) wherever it points."""
+        admin = self.common_dir / "worktrees"
+        if admin.is_symlink():
+            raise EngineError(f"{admin} is a symbolic link; the engine runs no worktree "
+                              "command through it (replace it with a real directory)")
+
     def add_worktree(self, path: Path, branch: str) -> None:
         cmd = self._git()
+        self.check_admin()
         with self.lock:
             try:
                 self._add_worktree(cmd, path, branch)
@@ -134,9 +144,13 @@ class GitRepo:
     def _drop_broken_admin_dirs(self) -> None:
         """Worktree admin dirs missing their gitdir/commondir make every worktree command fail."""
         admin = self.common_dir / "worktrees"
-        for entry in admin.iterdir() if admin.is_dir() else []:
-            if not ((entry / "gitdir").is_file() and (entry / "commondir").is_file()):
-                shutil.rmtree(entry, ignore_errors=True)
+        # a .git/worktrees (or an entry in it) that is a link is never walked or removed
+        # through: git's own prune deals with what is really there
+        for entry in admin.iterdir() if real_dir(admin) else []:
+            if real_dir(entry) and not ((entry / "gitdir").is_file()
+                                        and (entry / "commondir").is_file()):
+                with contextlib.suppress(OSError):
+                    remove_tree(entry, admin, admin, "worktree admin dir")
         self.prune()
 
     def commit_all(self, worktree: Path, message: str) -> tuple[str, ...]:
@@ -245,8 +259,7 @@ class GitRepo:
                     cmd.execute(["git", "worktree", "remove", "--force", str(path)])
             if os.path.lexists(path):
                 remove_tree(path, self.root / ".sdd", self.root, "worktree")
-            with contextlib.suppress(GitFailed):
-                cmd.execute(["git", "worktree", "prune"])
+            self.prune()
             if branch is not None:
                 self.delete_branch(branch)
 
@@ -275,5 +288,7 @@ class GitRepo:
         return notes
 
     def prune(self) -> None:
+        if (self.common_dir / "worktrees").is_symlink():
+            return  # git would prune (delete) wherever the link points
         with self.lock, contextlib.suppress(GitFailed):
             self._git().execute(["git", "worktree", "prune"])

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.engine.errors import OwnedElsewhere
+from console.sdd.confine import UnsafePath, check_write_path
+from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 
 BERNSTEIN_PID_FILES = ("server.pid", "spawner.pid")
@@ -122,11 +124,13 @@ def lock_path(paths: SddPaths) -> Path:
 def engine_owner(paths: SddPaths) -> Owner | None:
     """Another live engine of ours, judged by trying the lock (never by the pid alone)."""
     path = lock_path(paths)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:  # a link or a FIFO planted there: no owner, and no hang
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -139,7 +143,8 @@ def engine_owner(paths: SddPaths) -> Owner | None:
 
 def _describe(path: Path) -> Owner:
     try:
-        info = json.loads(path.read_text())
+        data, _problem = read_regular_file(path, "runtime/engine.lock", 64 * 1024)
+        info = json.loads(data or b"")
         return Owner("bernstein-tui engine", int(info["pid"]),
                      f"started {time.strftime('%H:%M:%S', time.localtime(info['started_at']))}"
                      f" on {info.get('host', '?')}")
@@ -164,8 +169,13 @@ class EngineLock:
             raise OwnedElsewhere(f"{self.paths.root} is run by a live {owner}; "
                                  "the console only watches (attach with --server URL)")
         path = lock_path(self.paths)
+        check_write_path(path)  # no link from .sdd/ down, the lock file itself included
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                     | os.O_NONBLOCK, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnsafePath(f"{path} is not a regular file; remove it (the engine's lock)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -17,6 +17,7 @@ import signal
 import time
 
 from console.engine.events import EventLog
+from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 
 PROJECT_MARKER = "BERNSTEIN_TUI_PROJECT"
@@ -70,8 +71,9 @@ def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0)
     tasks = []
     directory = paths.sdd / "runtime" / "pids"
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
-        try:
-            info = json.loads(path.read_text())
+        try:  # a regular file of a few KB only: a link to /dev/zero or a FIFO is dropped
+            data, _problem = read_regular_file(path, path.name, 64 * 1024)
+            info = json.loads(data or b"")
             pgid, ticks = int(info["pgid"]), info.get("start_ticks")
         except (OSError, ValueError, KeyError, TypeError):
             path.unlink(missing_ok=True)

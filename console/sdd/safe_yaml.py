@@ -6,7 +6,8 @@ runs no code, but it follows anchors and aliases: 300 bytes of nested aliases
 one object) and ruinous to walk, print or copy. `load_yaml` measures the size the
 document has with every alias expanded, on the parsed node graph before a
 Python value is built, and refuses it past MAX_YAML_NODES (and refuses an alias
-that contains itself); the text itself is capped at MAX_YAML_CHARS.
+that contains itself); the text itself is capped at MAX_YAML_CHARS, and lists and
+maps may nest MAX_YAML_DEPTH deep.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import yaml
 MAX_YAML_CHARS = 1024 * 1024
 #: values (scalars, lists, maps) in one document with every alias expanded
 MAX_YAML_NODES = 100_000
+#: lists and maps inside one another (libyaml's composer recurses: 40,000 levels of
+#: `[[[…` in an 80 KB ticket overflow the C stack and kill the process)
+MAX_YAML_DEPTH = 100
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -32,6 +36,7 @@ def load_yaml(text: str) -> Any:
     if len(text) > MAX_YAML_CHARS:
         raise YamlLimitError(f"YAML of {len(text)} characters, over the limit "
                              f"({MAX_YAML_CHARS})")
+    check_depth(text)
     loader = _Loader(text)
     try:
         if "*" not in text:  # no alias: nothing expands, the text's size bounds the value
@@ -43,6 +48,20 @@ def load_yaml(text: str) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def check_depth(text: str, limit: int = MAX_YAML_DEPTH) -> None:
+    """YamlLimitError when lists and maps nest deeper than `limit`, found from the parser's
+    events (an iterative state machine) before anything recursive sees the document."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > limit:
+                raise YamlLimitError(f"lists and maps nested more than {limit} deep (line "
+                                     f"{event.start_mark.line + 1})")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

@@ -10,7 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from console.sdd.confine import UnsafePath, within
+from console.sdd.fileio import read_regular_file
+
 MAX_ERRORS = 10
+MAX_SOURCE_BYTES = 8 * 1024 * 1024  # a source file a digest quotes a line from
 
 _RUFF = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>[A-Z]+\d+ .*)$")
 _MYPY = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?: error: (?P<msg>.*)$")
@@ -62,17 +66,21 @@ class Digest:
 
 
 def _source_line(root: Path | None, file: str | None, line: int | None) -> str:
-    if root is None or file is None or not line:
+    """The line a tool's output names, from a regular file inside `root` only (the output
+    is data: an absolute, `../` or linked path, a FIFO or a device shows nothing)."""
+    if root is None or file is None or not line or line > 1_000_000:
         return ""
-    path = Path(file) if Path(file).is_absolute() else root / file
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, 1):
-                if number == line:
-                    return text.rstrip("\n")[:200]
-    except OSError:
+        path = Path(file)
+        path = within(root, path.relative_to(root) if path.is_absolute() else path,
+                      what="source file")
+    except (UnsafePath, ValueError):
         return ""
-    return ""
+    data, _problem = read_regular_file(path, file, MAX_SOURCE_BYTES)
+    if data is None:
+        return ""
+    lines = data.split(b"\n", line)
+    return lines[line - 1].decode("utf-8", "replace")[:200] if len(lines) >= line else ""
 
 
 def build(entries: Iterable[DigestEntry], root: Path | None = None,
