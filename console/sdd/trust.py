@@ -41,7 +41,7 @@ TRUST_FILE_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024  # load_config's own cap: hashed exactly as it is read
 MAX_ENTRIES = 10_000  # under .bernstein/
 MAX_HASHED_BYTES = 256 * 1024 * 1024
-PARTS = ("bernstein.yaml", ".bernstein/")
+PARTS = ("bernstein.yaml", ".bernstein/", ".sdd/missions/")
 
 
 class TrustError(Exception):
@@ -130,17 +130,17 @@ def _walk(directory: Path, rel: str, budget: _Budget) -> Iterator[tuple[str, str
             yield from _walk(path, here, budget)
 
 
-def _tree_digest(root: Path) -> str:
+def _tree_digest(root: Path, rel: str = ".bernstein") -> str:
     digest = hashlib.sha256()
-    top = root / ".bernstein"
+    top = root / rel
     try:
         info = os.lstat(top)
     except FileNotFoundError:
         return hashlib.sha256(b"absent").hexdigest()
     budget = _Budget()
-    entries = [(".bernstein", _entry(top, info, budget))]
+    entries = [(rel, _entry(top, info, budget))]
     if stat.S_ISDIR(info.st_mode):
-        entries += _walk(top, ".bernstein", budget)
+        entries += _walk(top, rel, budget)
     for name, what in entries:
         digest.update(os.fsencode(name) + b"\0" + os.fsencode(what) + b"\n")
     return digest.hexdigest()
@@ -165,8 +165,10 @@ def _config_digest(root: Path) -> str:
 def fingerprint(root: Path) -> Fingerprint:
     """The hash of what can run code in `root`; TrustError when it cannot be taken."""
     try:
+        # missions' notify channels make the engine POST to URLs: trusted like the rest
         return Fingerprint({"bernstein.yaml": _config_digest(root),
-                            ".bernstein/": _tree_digest(root)})
+                            ".bernstein/": _tree_digest(root),
+                            ".sdd/missions/": _tree_digest(root, ".sdd/missions")})
     except OSError as exc:
         raise TrustError(f"cannot read {exc.filename or root}: {exc.strerror or exc}") from None
 

@@ -153,3 +153,17 @@ def test_yaml_nested_past_the_limit_is_refused_not_a_crash(tmp_path: Path) -> No
     result = run_cli("-C", str(tmp_path), "status", "--json", timeout=60)
     assert result.returncode == 0, (result.returncode, result.stderr[-500:])
     assert "nested more than 100 deep" in result.stdout
+
+
+def test_missions_that_notify_urls_are_part_of_what_is_trusted(tmp_path: Path) -> None:
+    from console.sdd.trust import check, trust
+
+    root = make_repo(tmp_path)
+    assert check(root).trusted
+    missions = root / ".sdd" / "missions"
+    missions.mkdir(parents=True, exist_ok=True)
+    (missions / "m.yaml").write_text("name: m\nnotifyChannels: [http://127.0.0.1:9/x]\n")
+    status = check(root)
+    assert not status.trusted and ".sdd/missions/ changed since you trusted it" in status.reason
+    trust(root)
+    assert check(root).trusted
