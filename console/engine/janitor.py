@@ -21,6 +21,7 @@ import regex  # type: ignore[import-untyped]
 from console.engine.agents.process import AgentCommand, run_agent
 from console.engine.llm import LlmClient, LlmUnavailable
 from console.model import CompletionSignal
+from console.sdd.confine import UnsafePath, resolve_inside
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 REGEX_TIME_LIMIT_S = 2.0  # for one file_contains pattern over the whole file
@@ -51,20 +52,12 @@ class PatternRefused(ValueError):
 
 
 def confine(worktree: Path, relative: str) -> Path:
-    """The path inside the worktree, or Confinement naming why it escapes."""
-    root = worktree.resolve()
-    candidate = Path(relative)
-    if candidate.is_absolute():
-        path = candidate
-    else:
-        if ".." in candidate.parts:
-            raise Confinement(f"path {relative!r} uses '..', outside the worktree")
-        path = root / candidate
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root):
-        why = "a symlink out of" if not candidate.is_absolute() else "outside"
-        raise Confinement(f"path {relative!r} is {why} the worktree")
-    return resolved
+    """The path inside the worktree (links resolved), or Confinement naming why it escapes
+    (the rule is the one confinement module's)."""
+    try:
+        return resolve_inside(worktree, relative)
+    except UnsafePath as exc:
+        raise Confinement(str(exc)) from None
 
 
 def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S) -> bool:

@@ -93,6 +93,21 @@ def within(base: Path, *parts: str | Path, what: str = "path", top: Path | None 
     return normal
 
 
+def resolve_inside(base: Path, relative: str, where: str = "the worktree") -> Path:
+    """For an agent's own worktree, where links of its own are fine: `relative` (or an
+    absolute path) with every link resolved must stay inside `base`; UnsafePath naming
+    why otherwise ('..' is refused before anything is resolved)."""
+    root = base.resolve()
+    candidate = Path(relative)
+    if not candidate.is_absolute() and ".." in candidate.parts:
+        raise UnsafePath(f"path {brief(relative)} uses '..', outside {where}")
+    resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if not resolved.is_relative_to(root):
+        why = "a symlink out of" if not candidate.is_absolute() else "outside"
+        raise UnsafePath(f"path {brief(relative)} is {why} {where}")
+    return resolved
+
+
 def sdd_path(root: Path, *parts: str | Path, what: str = "path") -> Path:
     """A path inside `root/.sdd/`, with `.sdd` itself no link either."""
     return within(root / SDD, *parts, what=what, top=root)
