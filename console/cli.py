@@ -20,6 +20,11 @@ from console import __version__
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
+#: commands that write to a local project (gates: its run record in .sdd/)
+LOCAL_WRITES = ("run", "gates", *ACTIONS)
+
+
 class UsageError(Exception):
     """Bad usage or unreadable input: one line, exit 2."""
 
@@ -262,11 +267,12 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
 
 
 def cmd_action(root: Path, args: argparse.Namespace) -> int:
+    from console.cli_owner import action_words
     from console.engine.control import local_control
     from console.engine.errors import OwnedElsewhere
 
     try:
-        control = local_control(root)
+        control = local_control(root, " ".join(action_words(args)))
     except OwnedElsewhere as exc:
         raise UsageError(str(exc)) from None
     if args.command == "retry":
@@ -346,6 +352,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         from console.cli_trust import cmd_trust
 
         return cmd_trust(root, revoking=args.revoke, listing=args.list)
+    if args.command in LOCAL_WRITES and not args.read_only:
+        from console.cli_owner import refuse_if_served
+
+        refuse_if_served(root, args)
     if args.command in ("run", "gates", "approve", "evolve"):  # they run the project's code
         from console.cli_trust import require_trust
 
@@ -360,8 +370,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_gates(root, args.json)
     if args.command == "proposals":
         return cmd_proposals(root, args.json)
-    if args.command in ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause",
-                        "resume"):
+    if args.command in ACTIONS:
         if args.read_only:
             raise UsageError("--read-only refuses every operator action")
         return cmd_action(root, args)
