@@ -170,6 +170,7 @@ def serving_process(root: Path, elsewhere: set[int] | None = None) -> Served | N
     except OSError:
         return None
     me = os.getpid()
+    root = root.resolve()
     elsewhere = set() if elsewhere is None else elsewhere
     for entry in entries:
         pid = int(entry)
