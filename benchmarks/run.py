@@ -23,6 +23,7 @@ from benchmarks import (  # noqa: E402
     append_cost,
     bernstein_live,
     burst,
+    display_sanitize,
     engine_throughput,
     first_paint,
     gate_cache,
@@ -42,6 +43,7 @@ SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "gate_cache": gate_cache.run,
     "bernstein_live": bernstein_live.run,
     "hostile": hostile.run,
+    "display_sanitize": display_sanitize.run,
 }
 
 

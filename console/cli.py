@@ -14,15 +14,24 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from console import __version__
+from console.cli_owner import ACTIONS, before_local_write
+from console.sdd.sanitize import display_text, json_display
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
-#: commands that write to a local project (gates: its run record in .sdd/)
-LOCAL_WRITES = ("run", "gates", *ACTIONS)
+def say(text: object, file: TextIO | None = None) -> None:
+    """One line made from data (an outcome, an error naming an id or a file): printed as
+    display text, so nothing in it reaches the terminal as control."""
+    print(display_text(text), file=file if file is not None else sys.stdout)
+
+
+def print_json(value: object) -> None:
+    """A JSON answer on stdout: data, so written with `json_display` (same value parsed)."""
+    sys.stdout.write(json_display(json.dumps(value, indent=2, ensure_ascii=False)) + "\n")
 
 
 class UsageError(Exception):
@@ -119,8 +128,7 @@ def cmd_status(root: Path, as_json: bool) -> int:
     source.load()
     summary = summarise(source.state)
     if as_json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(summary)
     else:
         from console.status_view import print_status
 
@@ -161,7 +169,7 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except EngineError as exc:
-        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        say(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:  # the engine could not even start writing (a full disk)
         print(f"bernstein-tui: cannot write .sdd/: {exc.strerror or exc} "
@@ -212,8 +220,7 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     if paths.sdd.is_dir():
         write_gate_run(paths, run.report)
     if as_json:
-        json.dump(encode_gate_report(run.report), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(encode_gate_report(run.report))
     else:
         from console.gates_view import print_report
 
@@ -248,31 +255,32 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
             "has_diff": bool(proposal and proposal.diff),
         })
     if as_json:
-        json.dump(rows, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(rows)
         return EXIT_OK
     from rich.console import Console
     from rich.table import Table
-    from rich.text import Text
+
+    from console.sdd.sanitize import CELL_LIMIT, data_text
 
     table = Table(title_justify="left")
     for column in ("id", "state", "risk", "conf.", "title", "last decision"):
         table.add_column(column)
     for row in rows:
-        table.add_row(Text(row["proposal_id"]), "! pending" if row["pending"] else "✓ decided",
-                      Text(str(row["risk_level"] or "")), f"{row['confidence'] or 0:.2f}",
-                      Text(row["title"]), Text(f"{row['outcome']} {row['reviewer'] or ''}"))
+        table.add_row(data_text(row["proposal_id"], limit=CELL_LIMIT),
+                      "! pending" if row["pending"] else "✓ decided",
+                      data_text(row["risk_level"] or "", limit=CELL_LIMIT),
+                      f"{row['confidence'] or 0:.2f}", data_text(row["title"], limit=CELL_LIMIT),
+                      data_text(f"{row['outcome']} {row['reviewer'] or ''}", limit=CELL_LIMIT))
     Console().print(table)
     return EXIT_OK
 
 
 def cmd_action(root: Path, args: argparse.Namespace) -> int:
-    from console.cli_owner import action_words
     from console.engine.control import local_control
     from console.engine.errors import OwnedElsewhere
 
     try:
-        control = local_control(root, " ".join(action_words(args)))
+        control = local_control(root)
     except OwnedElsewhere as exc:
         raise UsageError(str(exc)) from None
     if args.command == "retry":
@@ -291,7 +299,7 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
         outcome = control.resume()
     else:
         outcome = control.evolve()
-    print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
+    say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
 
 
@@ -352,14 +360,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         from console.cli_trust import cmd_trust
 
         return cmd_trust(root, revoking=args.revoke, listing=args.list)
-    if args.command in LOCAL_WRITES and not args.read_only:
-        from console.cli_owner import refuse_if_served
-
-        refuse_if_served(root, args)
-    if args.command in ("run", "gates", "approve", "evolve"):  # they run the project's code
-        from console.cli_trust import require_trust
-
-        require_trust(root, args.command)
+    before_local_write(root, args)  # served elsewhere, or untrusted: exit 2
     if args.command == "status":
         return cmd_status(root, args.json)
     if args.command == "init":
@@ -381,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except UsageError as exc:
-        print(f"bernstein-tui: {exc}", file=sys.stderr)
+        say(f"bernstein-tui: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -390,6 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("BERNSTEIN_TUI_DEBUG"):
             traceback.print_exc()
-        print(f"bernstein-tui: internal error: {type(exc).__name__}: {exc} "
-              "(set BERNSTEIN_TUI_DEBUG=1 for the traceback)", file=sys.stderr)
+        say(f"bernstein-tui: internal error: {type(exc).__name__}: {exc} "
+            "(set BERNSTEIN_TUI_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_FAILED

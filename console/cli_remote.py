@@ -8,14 +8,19 @@ or `BERNSTEIN_AUTH_TOKEN` and is never printed, not even in an error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli import EXIT_FAILED, EXIT_OK, UsageError  # cli imports this module lazily
+from console.cli import (  # cli imports this module lazily
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    print_json,
+    say,
+)
 
 if TYPE_CHECKING:
     from console.control import Control
@@ -113,8 +118,7 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
         "approvals_pending": len(source.state.approvals),
     }
     if as_json:
-        json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(summary)
     else:
         from console.status_view import print_status
 
@@ -161,7 +165,7 @@ def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
         outcome = control.resume()
     else:
         outcome = control.evolve()
-    print(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
+    say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
     return EXIT_OK if outcome.ok else EXIT_FAILED
 
 

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from console.cli import EXIT_OK, UsageError
-from console.sdd.trust import TrustError, check, load_records, printable, revoke, trust, what_runs
+from console.sdd.sanitize import display_text
+from console.sdd.trust import TrustError, check, load_records, revoke, trust, what_runs
 
 
 def _warn(warning: str | None) -> None:
@@ -32,7 +33,7 @@ def record_trust(root: Path, why: str) -> None:
         print(f"bernstein-tui: warning: {why} not recorded as trusted: {exc}", file=sys.stderr)
         return
     _warn(warning)
-    print(f"trusted {printable(record.path)} ({why}; config hash {record.digest[:12]})")
+    print(f"trusted {display_text(record.path)} ({why}; config hash {record.digest[:12]})")
 
 
 def cmd_trust(root: Path, *, revoking: bool, listing: bool) -> int:
@@ -43,21 +44,21 @@ def cmd_trust(root: Path, *, revoking: bool, listing: bool) -> int:
             print("no project is trusted")
         for record in sorted(records.values(), key=lambda r: r.path):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.trusted_at))
-            print(f"{record.digest[:12]}  {when}  {printable(record.path)}")
+            print(f"{record.digest[:12]}  {when}  {display_text(record.path)}")
         return EXIT_OK
     try:
         if revoking:
             found, warning = revoke(root)
             _warn(warning)
             print(f"{'no longer trusted' if found else 'was not trusted'}: "
-                  f"{printable(str(root))}")
+                  f"{display_text(str(root))}")
             return EXIT_OK
         lines = what_runs(root)
         record, warning = trust(root)
     except TrustError as exc:
         raise UsageError(str(exc)) from None
     _warn(warning)
-    print(f"trusted {printable(record.path)} (config hash {record.digest[:12]})")
+    print(f"trusted {display_text(record.path)} (config hash {record.digest[:12]})")
     print("its engine may now run:")
     for line in lines:
         print(f"  - {line}")

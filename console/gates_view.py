@@ -1,12 +1,13 @@
-"""`bernstein-tui gates`: a gate report as a rich table plus the digests."""
+"""`bernstein-tui gates`: a gate report as a rich table plus the digests (tool output:
+data, shown through the sanitiser)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from console.model import GateReport
+from console.sdd.sanitize import data_text
 
 STATUS_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
                  "bypassed": "↷"}
@@ -24,15 +25,15 @@ def print_report(report: GateReport, console: Console | None = None) -> None:
     for result in report.results:
         style = "bold" if result.blocked or (result.required and result.status == "skipped") \
             else ""
-        table.add_row(Text(result.name), Text(gate_label(result.status), style=style),
+        table.add_row(data_text(result.name), data_text(gate_label(result.status), style),
                       "yes" if result.required else "no", "yes" if result.cached else "",
-                      str(result.duration_ms), Text(result.details))
+                      str(result.duration_ms), data_text(result.details, multiline=True))
     out.print(table)
     for result in report.results:
         if result.digest:
-            out.print(Text(f"── {result.name}", style="bold"))
-            out.print(Text(result.digest))
+            out.print(data_text(f"── {result.name}", "bold"))
+            out.print(data_text(result.digest, multiline=True))
     verdict = "PASS: no required gate blocks" if report.overall_pass else \
         "BLOCKED by " + ", ".join(r.name for r in report.results if r.blocked)
-    out.print(Text(f"{verdict}  ·  {len(report.changed_files)} changed file(s)  ·  "
-                   f"{report.cache_hits} cached  ·  {report.total_duration_ms} ms", style="bold"))
+    out.print(data_text(f"{verdict}  ·  {len(report.changed_files)} changed file(s)  ·  "
+                        f"{report.cache_hits} cached  ·  {report.total_duration_ms} ms", "bold"))

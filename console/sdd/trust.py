@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.sdd.fileio import atomic_write_bytes, read_regular_file
+from console.sdd.sanitize import display_text
 
 TRUST_FILE_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024  # load_config's own cap: hashed exactly as it is read
@@ -45,14 +46,6 @@ PARTS = ("bernstein.yaml", ".bernstein/")
 
 class TrustError(Exception):
     """The project cannot be fingerprinted or the trust file written: one line."""
-
-
-def printable(text: str) -> str:
-    """Control characters (ESC, newlines, bidi overrides…) as visible escapes, like repr().
-
-    Stands in for the shared sanitiser (console/sdd/sanitize.py) until it lands."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in text)
 
 
 def user_config_dir() -> Path:
@@ -66,7 +59,7 @@ def trust_file() -> Path:
 
 
 def trust_command(root: Path) -> str:
-    return f"bernstein-tui -C {printable(str(root))} trust"
+    return f"bernstein-tui -C {display_text(str(root))} trust"
 
 
 # -- the fingerprint -------------------------------------------------------------
@@ -218,7 +211,7 @@ def load_records() -> tuple[dict[str, Record], str | None]:
         return _parse(data), None
     except (ValueError, UnicodeDecodeError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return {}, f"{path} is damaged ({printable(reason)[:120]}): nothing is trusted"
+        return {}, f"{path} is damaged ({display_text(reason)[:120]}): nothing is trusted"
 
 
 @contextlib.contextmanager
@@ -261,7 +254,7 @@ def trust(root: Path, expect: Fingerprint | None = None) -> tuple[Record, str | 
     real = root.resolve()
     now = fingerprint(real)
     if expect is not None and now != expect:
-        raise TrustError(f"{printable(str(real))} changed while you were deciding; "
+        raise TrustError(f"{display_text(str(real))} changed while you were deciding; "
                          "look again before trusting it")
     record = Record(str(real), now.digest, dict(now.parts), time.time())
     warning = _change(lambda records: records.__setitem__(record.path, record))
@@ -373,4 +366,4 @@ def what_runs(root: Path) -> list[str]:
         lines += [f"gate plugin (imported into this process): .bernstein/gates/{p.name}"
                   for p in sorted(plugins.glob("*.py"))]
     lines.append("tickets' test_passes commands and api_responds checks")
-    return [printable(line) for line in lines]
+    return [display_text(line) for line in lines]

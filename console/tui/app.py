@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Input, Static
+from textual.notifications import SeverityLevel
+from textual.widgets import Footer, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
 from console.sdd.fileio import read_log_tail
+from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from console.tui import settings
@@ -29,10 +31,11 @@ from console.tui.actions import OperatorActions
 from console.tui.keys import MAIN_BINDINGS
 from console.tui.messages import EngineAlert, EngineStatus, SourceError, StateChanged
 from console.tui.styles import stylesheet
-from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
+from console.tui.task_rows import COLUMNS
 from console.tui.trace import Trace
 from console.tui.trusting import TrustActions
 from console.tui.updates import AlertWatch, header_of, rows_for
+from console.tui.views import ViewActions, empty_text
 from console.tui.widgets.lines import Lines
 from console.tui.widgets.sla_strip import SlaStrip
 from console.tui.widgets.status_bar import StatusBar
@@ -44,26 +47,7 @@ if TYPE_CHECKING:
 
 DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
-
-def empty_text(root: Path, exists: bool) -> str:
-    if exists:
-        return (
-            f"No tasks yet in {root / '.sdd'}\n\n"
-            "Tasks appear here as soon as anything writes them. To give the engine work,\n"
-            "drop a ticket into .sdd/backlog/open/, for example hello.yaml:\n\n"
-            "  title: Write hello.txt\n"
-            "  completion_signals:\n"
-            "    - {type: path_exists, path: hello.txt}\n\n"
-            "and configure an agent in bernstein.yaml (agents.script.command), or run\n"
-            "Bernstein itself here."
-        )
-    return (
-        f"No .sdd/ directory in {root}\n\n"
-        "This console shows what an orchestrator writes there. To start:\n\n"
-        f"  bernstein-tui -C {root} init      create .sdd/ and a commented bernstein.yaml\n"
-        "  bernstein run                   or run Bernstein itself in this directory\n\n"
-        "The console is watching: it fills in as soon as .sdd/ appears."
-    )
+NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
 def _while_up(method):  # type: ignore[no-untyped-def]
@@ -91,7 +75,7 @@ def _console_commands():  # type: ignore[no-untyped-def]
     return ConsoleCommands
 
 
-class ConsoleApp(TrustActions, OperatorActions, App[int]):
+class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
     TITLE = "bernstein-tui"
     CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
     BINDINGS = MAIN_BINDINGS
@@ -243,7 +227,7 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
         show_table = message.exists and bool(table.rows)
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text(self.source.paths.root, message.exists) if self.local
-                         else f"No tasks on {self.source.describe()} yet.")
+                         else f"No tasks on {display_text(self.source.describe())} yet.")
         empty.display = not show_table
         if show_table or message.loaded or not message.exists:  # something to read is up
             self.call_after_refresh(self._after_first_paint)
@@ -329,7 +313,7 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
         if error:
             text = f"✗ {error}  ·  {shown}"
         line = self._main("#view-line")
-        line.show_lines(text)
+        line.show_lines(display_text(text))  # the filter may be pasted
         line.set_class(bool(error), "-error")
 
     # -- the selected task's detail ----------------------------------------------
@@ -368,105 +352,6 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
     def _show_log_text(self, text: str) -> None:
         self._main(TaskDetail).show_log(text)
 
-    # -- filter and sort -----------------------------------------------------------
-
-    async def action_filter(self) -> None:
-        try:
-            box = self._main("#filter")
-        except NoMatches:  # made on first use: nothing to build at start-up
-            box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
-                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
-                        id="filter")
-            await self._main("#body").mount(box, before=self._main("#view-line"))
-        box.display = True
-        box.value = self.filter_text
-        box.screen.set_focus(box)  # now (focus() is queued): the next keys are the filter's
-
-    def apply_filter(self, text: str) -> bool:
-        """Filter the table; a term that means nothing is said, and the view kept."""
-        table = self._main(TaskTable)
-        try:
-            predicate = parse_filter(text)
-        except FilterError as exc:
-            self._show_view_line(str(exc))
-            return False
-        self.filter_text = text.strip()
-        table.set_view(predicate, table.sort_key, table.reverse)
-        self._show_view_line()
-        return True
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.apply_filter(event.value)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter" and self.apply_filter(event.value):
-            self._close_filter()
-
-    def _close_filter(self) -> None:
-        with contextlib.suppress(NoMatches):
-            self._main("#filter").display = False
-        table = self._main(TaskTable)
-        table.screen.set_focus(table)  # at once, like the filter box's: no queued focus
-        # left to land after a quick `/` has focused the box again
-
-    def action_clear_filter(self) -> None:
-        box = self.screen_stack[0].query_one_optional("#filter")
-        if (box is not None and box.display) or self.filter_text:
-            self.apply_filter("")
-            self._close_filter()
-
-    def action_quick_filter(self, key: str) -> None:
-        for number, _label, query in QUICK_FILTERS:
-            if number == key:
-                self.apply_filter(query)
-
-    # -- screens -----------------------------------------------------------------
-
-    def go_to_task(self, task_id: str) -> None:
-        """Select a task; a filter that hides it is cleared first."""
-        table = self._main(TaskTable)
-        if not table.move_to(task_id) and task_id in table.rows:
-            self.apply_filter("")
-            table.move_to(task_id)
-        table.focus()
-
-    def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
-        from console.tui.screens.proposals import ProposalsScreen
-
-        screen = ProposalsScreen(self.source, self.read_only, selected=proposal_id)
-        self.push_screen(screen)
-        if then is not None:
-            self.call_after_refresh(screen.run_action, then)
-
-    def action_proposals(self) -> None:
-        from console.tui.screens.proposals import ProposalsScreen
-
-        self.push_screen(ProposalsScreen(self.source, self.read_only))
-
-    def action_chains(self) -> None:
-        from console.tui.screens.chains import ChainsScreen
-
-        self.push_screen(ChainsScreen(self.source))
-
-    def action_quality(self) -> None:
-        from console.tui.screens.quality import QualityScreen
-
-        self.push_screen(QualityScreen(self.source, self.clock))
-
-    def action_help(self) -> None:
-        from console.tui.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.read_only))
-
-    def action_problems(self) -> None:
-        from console.tui.screens.problems import ProblemsScreen
-
-        with self.source.lock:
-            problems = self.source.state.problems
-        self.push_screen(ProblemsScreen(problems))
-
     @_while_up
     def on_engine_alert(self, message: EngineAlert) -> None:
         self._main(StatusBar).show(alert=message.text)
@@ -483,3 +368,12 @@ class ConsoleApp(TrustActions, OperatorActions, App[int]):
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every notification of the console (screens' too: theirs come here): data
+        made display text, never markup — a `[/]` in a server's error or a task id is
+        shown as written, an escape sequence as `\\x1b`."""
+        super().notify(display_text(message, multiline=True, limit=NOTE_LIMIT),
+                       title=display_text(title, limit=NOTE_LIMIT), severity=severity,
+                       timeout=timeout, markup=False)

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from console.model import GateReport, GateResult, Reflection, Review, Task
+from console.sdd.sanitize import data_text, display_text
 from console.sdd.state import State
 
 GATE_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
@@ -34,8 +35,8 @@ def gates_view(state: State, task_id: str) -> RenderableType:
         for column in ("gate", "status", "required", "cached", "ms"):
             table.add_column(column)
         for line in latest.values():
-            table.add_row(Text(line.gate), Text(f"{GATE_GLYPHS.get(line.status, '?')} "
-                                                f"{line.status}"),
+            table.add_row(data_text(line.gate), data_text(f"{GATE_GLYPHS.get(line.status, '?')} "
+                                                     f"{line.status}"),
                           "yes" if line.required else "no", "yes" if line.cached else "",
                           str(line.duration_ms))
         return table
@@ -44,18 +45,27 @@ def gates_view(state: State, task_id: str) -> RenderableType:
         table.add_column(column, overflow="fold")
     for r in results:
         mark = " BLOCKS" if r.blocked else ""
-        table.add_row(Text(r.name), Text(f"{GATE_GLYPHS.get(r.status, '?')} {r.status}{mark}"),
+        table.add_row(data_text(r.name),
+                      data_text(f"{GATE_GLYPHS.get(r.status, '?')} {r.status}{mark}"),
                       "yes" if r.required else "no", "yes" if r.cached else "",
-                      str(r.duration_ms), Text(r.details))
+                      str(r.duration_ms), data_text(r.details, multiline=True))
     parts: list[RenderableType] = [table]
     verdict = "no required gate blocks" if report and report.overall_pass else "BLOCKED"
     parts.append(Text(f"{verdict} · {len(report.changed_files) if report else 0} changed file(s)"
                       f" · {report.cache_hits if report else 0} cached", style="bold"))
     for r in results:
         if r.digest:
-            parts.append(Text(f"\n── {r.name} digest", style="bold"))
-            parts.append(Text(r.digest))
+            parts.append(Text(f"\n── {display_text(r.name)} digest", style="bold"))
+            parts.append(data_text(r.digest, multiline=True))
     return Group(*parts)
+
+
+def _number(value: object, digits: int) -> Text:
+    """A figure from a task record (any JSON value: a hostile one is shown, not raised)."""
+    try:
+        return Text(f"{float(value or 0):.{digits}f}")  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return data_text(value, limit=20)
 
 
 def _attempt_rows(attempts: list[dict[str, Any]]) -> Table:
@@ -67,11 +77,11 @@ def _attempt_rows(attempts: list[dict[str, Any]]) -> Table:
         result = "▶ running" if success is None else "✓ passed" if success else "✗ failed"
         if a.get("escalated"):
             result += " ↑"
-        table.add_row(str(a.get("attempt_number", "")), Text(str(a.get("model", ""))),
-                      Text(str(a.get("effort") or "")), Text(str(a.get("kind") or "agent")),
-                      Text(result), f"{float(a.get('cost_usd') or 0):.4f}",
-                      f"{float(a.get('latency_s') or 0):.1f}", str(a.get("tokens_used") or 0),
-                      Text(str(a.get("escalation_reason") or a.get("route_reason") or "")))
+        table.add_row(data_text(a.get("attempt_number", "")), data_text(a.get("model", "")),
+                      data_text(a.get("effort") or ""), data_text(a.get("kind") or "agent"),
+                      Text(result), _number(a.get("cost_usd"), 4), _number(a.get("latency_s"), 1),
+                      data_text(a.get("tokens_used") or 0),
+                      data_text(a.get("escalation_reason") or a.get("route_reason") or ""))
     return table
 
 
@@ -81,13 +91,14 @@ def chain_view(state: State, task: Task) -> RenderableType:
     parts: list[RenderableType] = []
     tier = task.metadata.get("tier")
     if tier:
-        parts.append(Text(f"complexity tier: {tier} ({task.metadata.get('tier_reason', '')})"))
+        parts.append(data_text(f"complexity tier: {tier} ({task.metadata.get('tier_reason', '')})"))
     if running:
         parts.append(Text("Current chain (live)", style="bold"))
         parts.append(_attempt_rows(running))
     for chain in sorted(finished, key=lambda c: c.timestamp or 0):
         outcome = "succeeded" if chain.succeeded else "gave up"
-        parts.append(Text(f"\nChain {chain.chain_id}: {outcome} on {chain.final_model} · "
+        parts.append(Text(f"\nChain {display_text(chain.chain_id)}: {outcome} on "
+                          f"{display_text(chain.final_model)} · "
                           f"${chain.total_cost_usd:.4f} total · escalation overhead "
                           f"${chain.escalation_overhead_usd:.4f} · saved vs direct top tier "
                           f"${chain.saved_vs_direct_opus_usd:.4f}", style="bold"))
@@ -107,12 +118,13 @@ def reflections_view(items: list[Reflection]) -> RenderableType:
         marks = [r.source]
         if r.reused:
             marks.append("reused")
-        parts.append(Text(f"Iteration {r.iteration} · {r.model or '?'} · {r.gate} · "
-                          f"{', '.join(marks)}", style="bold"))
+        parts.append(data_text(f"Iteration {r.iteration} · {r.model or '?'} · {r.gate} · "
+                               f"{', '.join(marks)}", "bold"))
         for title, body in (("What failed", r.what_failed), ("Why", r.why),
                             ("Try differently", r.try_next), ("Focus", r.focus)):
-            parts.append(Text(f"  {title}: ", style="bold") + Text(body))
-        parts.append(Text(f"  Files changed: {', '.join(r.files_changed) or 'none'}\n"))
+            parts.append(Text(f"  {title}: ", style="bold") + data_text(body, multiline=True))
+        files = display_text(", ".join(r.files_changed) or "none")
+        parts.append(Text(f"  Files changed: {files}\n"))
     return Group(*parts)
 
 
@@ -126,8 +138,9 @@ def review_view(items: list[Review]) -> RenderableType:
         table.add_column(column, overflow="fold")
     for s in review.scores:
         score = f"{s.score:g}" + (" (dropped)" if s.dropped else "")
-        table.add_row(Text(s.judge), Text(s.dimension), Text(score), Text(s.reasoning))
-    merged = ", ".join(f"{k} {v:g}" for k, v in review.merged.items())
+        table.add_row(data_text(s.judge), data_text(s.dimension), Text(score),
+                      data_text(s.reasoning, multiline=True))
+    merged = display_text(", ".join(f"{k} {v:g}" for k, v in review.merged.items()))
     verdict = "passed" if review.passed else "failed"
     head = Text(f"global score {review.global_score} · threshold {review.threshold:g} · "
                 f"{verdict}\nmedian per dimension: {merged}", style="bold")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from console.model import TaskState, state_label
+from console.sdd.sanitize import CELL_LIMIT, display_text
 from console.sdd.state import State
 
 STATE_RANK = {state.value: rank for rank, state in enumerate(TaskState)}
@@ -62,8 +63,11 @@ class TaskRow:
         if self.gates_pass or self.gates_fail:
             gates = f"✓{self.gates_pass}" + (f" ✗{self.gates_fail}" if self.gates_fail else "")
         attempt = f"{self.attempt}/{self.attempts}" if self.attempt else ""
-        return (state_label(self.status), self.id, f"P{self.priority}", self.role, self.model,
-                attempt, gates, sla_cell(self, now), self.title)
+        # the id and state are the row's keys, kept as they are; title, role and model
+        # were made display text when the row was built
+        return (display_text(state_label(self.status), limit=CELL_LIMIT),
+                display_text(self.id, limit=CELL_LIMIT), f"P{self.priority}", self.role,
+                self.model, attempt, gates, sla_cell(self, now), self.title)
 
 
 def countdown(seconds: float) -> str:
@@ -119,8 +123,9 @@ def row_of(state: State, task_id: str) -> TaskRow | None:
     if isinstance(chain, list) and chain and isinstance(chain[-1], dict):
         model = str(chain[-1].get("model") or model)  # the attempt running now
     return TaskRow(
-        id=task.id, status=task.status, title=task.title, role=task.role,
-        priority=task.priority, model=model, attempt=attempt_no,
+        id=task.id, status=task.status, title=display_text(task.title, limit=CELL_LIMIT),
+        role=display_text(task.role, limit=CELL_LIMIT), priority=task.priority,
+        model=display_text(model, limit=CELL_LIMIT), attempt=attempt_no,
         attempts=max(attempt_no, _max_attempts(task.metadata.get("max_attempts"),
                                                task.max_retries)),
         gates_pass=passed, gates_fail=failed, deadline=task.deadline, created_at=task.created_at,

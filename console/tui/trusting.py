@@ -30,7 +30,8 @@ class TrustActions:
 
     def _ask_trust(self) -> None:
         """In a worker thread: what would run, then the modal on the event loop."""
-        from console.sdd.trust import TrustError, check, fingerprint, printable, what_runs
+        from console.sdd.sanitize import display_text
+        from console.sdd.trust import TrustError, check, fingerprint, what_runs
 
         root = self.source.paths.root
         try:
@@ -54,7 +55,7 @@ class TrustActions:
         from console.tui.screens.confirm import ConfirmScreen
 
         self.call_from_thread(self.push_screen,
-                              ConfirmScreen(f"Trust {printable(str(root))}?", effect), answered)
+                              ConfirmScreen(f"Trust {display_text(str(root))}?", effect), answered)
 
     def _trust_and_start(self, expect: Any) -> None:
         """In a worker thread: record the trust (if nothing changed meanwhile), start."""

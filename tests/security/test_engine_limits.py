@@ -54,7 +54,7 @@ def test_a_catastrophic_regex_fails_its_signal_and_the_engine_carries_on(tmp_pat
         assert reason in (task.result_summary or ""), task.result_summary
     assert "Traceback" not in run.stdout + run.stderr
     # R1 failing blocks OK (its dependency); a retried R1 would say otherwise
-    assert state["OK"].status in ("blocked", "open"), state["OK"].status
+    assert state["OK"].status == "blocked_by_failed_dep", state["OK"].status
 
 
 def test_good_regex_signal_still_passes(tmp_path: Path) -> None:

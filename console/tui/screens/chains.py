@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from console.sdd.sanitize import CELL_LIMIT, data_text
 from console.sdd.source import LocalSource
 from console.sdd.state import State
 from console.tui.quality import chain_totals
@@ -74,6 +74,6 @@ class ChainsScreen(Screen[None]):
             if row[0] in known:
                 for column, value in zip(("task", "role", "ladder", "outcome", "cost", "saved",
                                           "why"), row[1:], strict=True):
-                    table.update_cell(row[0], column, Text(value))
+                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
             else:
-                table.add_row(*(Text(v) for v in row), key=row[0])
+                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])

@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from console.sdd.sanitize import display_text
+
 
 class ConfirmScreen(ModalScreen[bool]):
     AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
@@ -15,8 +17,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, question: str, effect: str) -> None:
         super().__init__()
-        self.question = question
-        self.effect = effect
+        # they name a task or proposal by its id: data, shown as text
+        self.question = display_text(question, multiline=True)
+        self.effect = display_text(effect, multiline=True)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.model import Problem
+from console.sdd.sanitize import data_text
 
 
 class ProblemsScreen(Screen[None]):
@@ -32,6 +32,6 @@ class ProblemsScreen(Screen[None]):
         table.add_column("Line", key="line")
         table.add_column("Reason", key="reason")
         for index, problem in enumerate(self.problems):
-            table.add_row(Text(problem.file), Text("" if problem.line is None
-                                                   else str(problem.line)),
-                          Text(problem.reason), key=str(index))
+            table.add_row(data_text(problem.file), data_text("" if problem.line is None
+                                                             else problem.line),
+                          data_text(problem.reason, limit=2000), key=str(index))

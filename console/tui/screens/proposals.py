@@ -14,6 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
+from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import State
 
@@ -39,20 +40,21 @@ def proposal_detail(state: State, pid: str) -> Group:
     decisions = state.decisions.get(pid, [])
     parts: list = []
     if proposal is not None:
-        parts.append(Text(proposal.title, style="bold"))
+        parts.append(data_text(proposal.title, "bold"))
         risk = proposal.risk_level or (decisions[-1].risk_level if decisions else "?")
-        parts.append(Text(f"{proposal.category} · risk {risk} · "
-                          f"confidence {proposal.confidence:.2f} · targets "
-                          f"{', '.join(proposal.target_files) or '(none)'}"))
-        parts.append(Text(proposal.description))
+        parts.append(data_text(f"{proposal.category} · risk {risk} · "
+                               f"confidence {proposal.confidence:.2f} · targets "
+                               f"{', '.join(proposal.target_files) or '(none)'}"))
+        parts.append(data_text(proposal.description, multiline=True))
         if proposal.diff:
-            parts.append(Syntax(proposal.diff, "diff", theme="ansi_dark", word_wrap=True))
+            parts.append(Syntax(display_text(proposal.diff, multiline=True), "diff",
+                                theme="ansi_dark", word_wrap=True))
         else:
             parts.append(Text("(no diff: a proposal a real Bernstein deferred; approving "
                               "records the decision only)", style="italic"))
     for decision in decisions:
         who = f" by {decision.reviewer}" if decision.reviewer else ""
-        parts.append(Text(f"{decision.outcome}{who}: {decision.reason}"))
+        parts.append(data_text(f"{decision.outcome}{who}: {decision.reason}", multiline=True))
     return Group(*parts) if parts else Group(Text("Select a proposal.", style="italic"))
 
 
@@ -65,7 +67,8 @@ class ReasonScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
-            yield Static(self.question, id="confirm-question", markup=False)
+            yield Static(display_text(self.question, multiline=True), id="confirm-question",
+                         markup=False)
             yield Input(placeholder="the reason (required)", id="reason")
             yield Button("Reject", id="reject", variant="warning")
 
@@ -127,9 +130,9 @@ class ProposalsScreen(Screen[None]):
             if row[0] in known:
                 for column, value in zip(("state", "risk", "confidence", "title", "last"),
                                          row[1:], strict=True):
-                    table.update_cell(row[0], column, Text(value))
+                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
             else:
-                table.add_row(*(Text(v) for v in row), key=row[0])
+                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])
         if self.selected is None and rows:
             self.selected = rows[0][0]
         elif self.selected is not None and self.selected in table.rows:

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.sdd.project_config import ConfigError, load_config
+from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
 
@@ -37,8 +38,9 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
                    "cache hits"):
         gates.add_column(column)
     for row in quality.gates:
-        gates.add_row(row.gate, str(row.runs), f"{row.pass_rate:.0%}", row.recent,
-                      f"{row.mean_ms:.0f} ms", f"{row.cache_rate:.0%}")
+        gates.add_row(data_text(row.gate, limit=CELL_LIMIT), str(row.runs),
+                      f"{row.pass_rate:.0%}", row.recent, f"{row.mean_ms:.0f} ms",
+                      f"{row.cache_rate:.0%}")
     if not quality.gates:
         gates.add_row("(no gate has run yet)", "", "", "", "", "")
     parts += [Text(""), gates]
@@ -46,15 +48,15 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
     for column in ("model", "attempts", "success", "cost"):
         models.add_column(column)
     for model in quality.models:
-        models.add_row(model.model, str(model.attempts), f"{model.success_rate:.0%}",
-                       f"${model.cost_usd:.4f}")
+        models.add_row(data_text(model.model, limit=CELL_LIMIT), str(model.attempts),
+                       f"{model.success_rate:.0%}", f"${model.cost_usd:.4f}")
     if not quality.models:
         models.add_row("(no chain yet)", "", "", "")
     parts += [Text(""), models, Text("")]
     trend = sparkline(quality.cost_trend)
     parts.append(Text(f"Cost trend ({quality.bucket_s}s a bar): {trend or '–'}"))
     parts.append(Text(f"Budget forecast: {quality.forecast(budget)}"))
-    flagged = ", ".join(f"{path} ({n})" for path, n in quality.flagged_files)
+    flagged = display_text(", ".join(f"{path} ({n})" for path, n in quality.flagged_files))
     parts.append(Text(f"Files most often flagged by failing gates: {flagged or 'none'}"))
     return Group(*parts)
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from textual.content import Content
 
+from console.sdd.sanitize import display_text
 from console.tui.task_rows import TaskRow, countdown
 from console.tui.widgets.lines import Lines
 
@@ -39,7 +40,7 @@ def strip_text(rows: Iterable[TaskRow], now: float, limit: int = STRIP_ROWS) -> 
         when = f"{countdown(-left)} over" if left < 0 else f"{countdown(left)} left"
         if parts:
             parts.append("\n")
-        parts += [(f"{label} ", style), f"{row.id:<13.13} ", ("█" * filled, style),
+        parts += [(f"{label} ", style), f"{display_text(row.id):<13.13} ", ("█" * filled, style),
                   ("░" * (BAR_WIDTH - filled), "$text-muted"), f" {when:<12} {row.title}"]
     if len(live) > limit:
         parts.append(f"\n… {len(live) - limit} more with deadlines (7: SLA at risk)")

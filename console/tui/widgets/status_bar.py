@@ -12,6 +12,7 @@ from rich.cells import cell_len
 from textual import events
 
 from console.model import TaskState, state_label
+from console.sdd.sanitize import display_text
 from console.tui.updates import Header
 from console.tui.widgets.lines import Lines
 
@@ -75,6 +76,8 @@ def summary_text(where: str, header: Header, engine_line: str, width: int,
     parts = ([(PART_GAP, part)
               for part in context_parts(where, header, engine_line, notice, alert)]
              + [(PART_GAP, counts[0])] + [(COUNT_GAP, part) for part in counts[1:]])
+    # the path, the branch, states and engine messages are data: each part one safe line
+    parts = [(gap, display_text(part)) for gap, part in parts]
     return "\n".join(pack(parts, width))
 
 
@@ -82,7 +85,7 @@ class StatusBar(Lines):
     """Re-rendered from the header figures each batch carries, and on resize."""
 
     def __init__(self, where: str, **kwargs: object) -> None:
-        super().__init__(where, markup=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__(display_text(where), markup=False, **kwargs)  # type: ignore[arg-type]
         self.where = where
         self.engine_line = "engine: off (watching only)"
         self.alert = ""

@@ -1,7 +1,7 @@
 """The selected task's detail: tabs for gates, chain, reflections, review and the agent log.
 
 Everything but the log comes from the in-memory State (no file I/O on the event
-loop); the log is tailed by a thread worker and capped.
+loop); the log is tailed by a thread worker and capped, and keeps SGR colours only.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
+
+from console.sdd.sanitize import sgr_only
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -74,4 +76,4 @@ class TaskDetail(Vertical):
 
     def show_log(self, text: str) -> None:
         if self.active:
-            self._put("log", Text(text))
+            self._put("log", Text.from_ansi(sgr_only(text)))

@@ -1,0 +1,147 @@
+"""The console's views of its data (DESIGN §5): the `/` filter, the quick filters and
+the screens (proposals, chains, quality, help, problems), going to a task, and what
+an empty project shows.
+
+A mixin of ConsoleApp: it uses the app's source, main widgets, view line and screens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from textual.css.query import NoMatches
+from textual.widgets import Input
+
+from console.sdd.sanitize import display_text
+from console.tui.task_rows import QUICK_FILTERS, FilterError, parse_filter
+from console.tui.widgets.task_table import TaskTable
+
+
+def empty_text(root: Path, exists: bool) -> str:
+    where = display_text(root)  # a directory's name is data too
+    if exists:
+        return (
+            f"No tasks yet in {where}/.sdd\n\n"
+            "Tasks appear here as soon as anything writes them. To give the engine work,\n"
+            "drop a ticket into .sdd/backlog/open/, for example hello.yaml:\n\n"
+            "  title: Write hello.txt\n"
+            "  completion_signals:\n"
+            "    - {type: path_exists, path: hello.txt}\n\n"
+            "and configure an agent in bernstein.yaml (agents.script.command), or run\n"
+            "Bernstein itself here."
+        )
+    return (
+        f"No .sdd/ directory in {where}\n\n"
+        "This console shows what an orchestrator writes there. To start:\n\n"
+        f"  bernstein-tui -C {where} init      create .sdd/ and a commented bernstein.yaml\n"
+        "  bernstein run                   or run Bernstein itself in this directory\n\n"
+        "The console is watching: it fills in as soon as .sdd/ appears."
+    )
+
+
+class ViewActions:
+    read_only: bool
+    source: Any
+    clock: Any
+    filter_text: str
+
+    # -- filter and sort -----------------------------------------------------------
+
+    async def action_filter(self) -> None:
+        try:
+            box = self._main("#filter")
+        except NoMatches:  # made on first use: nothing to build at start-up
+            box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
+                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
+                        id="filter")
+            await self._main("#body").mount(box, before=self._main("#view-line"))
+        box.display = True
+        box.value = self.filter_text
+        box.screen.set_focus(box)  # now (focus() is queued): the next keys are the filter's
+
+    def apply_filter(self, text: str) -> bool:
+        """Filter the table; a term that means nothing is said, and the view kept."""
+        table = self._main(TaskTable)
+        try:
+            predicate = parse_filter(text)
+        except FilterError as exc:
+            self._show_view_line(str(exc))
+            return False
+        self.filter_text = text.strip()
+        table.set_view(predicate, table.sort_key, table.reverse)
+        self._show_view_line()
+        return True
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.apply_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter" and self.apply_filter(event.value):
+            self._close_filter()
+
+    def _close_filter(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self._main("#filter").display = False
+        table = self._main(TaskTable)
+        table.screen.set_focus(table)  # at once, like the filter box's: no queued focus
+        # left to land after a quick `/` has focused the box again
+
+    def action_clear_filter(self) -> None:
+        box = self.screen_stack[0].query_one_optional("#filter")
+        if (box is not None and box.display) or self.filter_text:
+            self.apply_filter("")
+            self._close_filter()
+
+    def action_quick_filter(self, key: str) -> None:
+        for number, _label, query in QUICK_FILTERS:
+            if number == key:
+                self.apply_filter(query)
+
+    # -- screens -----------------------------------------------------------------
+
+    def go_to_task(self, task_id: str) -> None:
+        """Select a task; a filter that hides it is cleared first."""
+        table = self._main(TaskTable)
+        if not table.move_to(task_id) and task_id in table.rows:
+            self.apply_filter("")
+            table.move_to(task_id)
+        table.focus()
+
+    def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
+        from console.tui.screens.proposals import ProposalsScreen
+
+        screen = ProposalsScreen(self.source, self.read_only, selected=proposal_id)
+        self.push_screen(screen)
+        if then is not None:
+            self.call_after_refresh(screen.run_action, then)
+
+    def action_proposals(self) -> None:
+        from console.tui.screens.proposals import ProposalsScreen
+
+        self.push_screen(ProposalsScreen(self.source, self.read_only))
+
+    def action_chains(self) -> None:
+        from console.tui.screens.chains import ChainsScreen
+
+        self.push_screen(ChainsScreen(self.source))
+
+    def action_quality(self) -> None:
+        from console.tui.screens.quality import QualityScreen
+
+        self.push_screen(QualityScreen(self.source, self.clock))
+
+    def action_help(self) -> None:
+        from console.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.read_only))
+
+    def action_problems(self) -> None:
+        from console.tui.screens.problems import ProblemsScreen
+
+        with self.source.lock:
+            problems = self.source.state.problems
+        self.push_screen(ProblemsScreen(problems))
