@@ -98,10 +98,13 @@ def bernstein_owner(paths: SddPaths) -> Owner | None:
     return None
 
 
-def owned_message(root: Path, owner: Owner, command: str = "") -> str:
-    """One line: who runs the project, and the `--server` command to use instead."""
-    return (f"{root} is run by a live {owner}; act through its task server: "
-            f"{owner.attach(command)}")
+def owned_message(root: Path | None, owner: Owner, command: str = "") -> str:
+    """One line: who runs the project, and the `--server` command to use instead (without
+    the project's path for the console's header, which shows it already)."""
+    if root is None:  # the command first: a narrow header cuts the end
+        return f"attach with {owner.attach(command)} (run by a live {owner})"
+    return f"{root} is run by a live {owner}; act through its task server: " \
+           f"{owner.attach(command)}"
 
 
 def lock_path(paths: SddPaths) -> Path:
@@ -150,7 +153,7 @@ class EngineLock:
     def acquire(self) -> None:
         owner = bernstein_owner(self.paths)
         if owner is not None:
-            raise OwnedElsewhere(owned_message(self.paths.root, owner))
+            raise OwnedElsewhere(owned_message(None, owner))
         path = lock_path(self.paths)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)

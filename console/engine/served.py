@@ -181,18 +181,19 @@ def serving_process(root: Path, elsewhere: set[int] | None = None) -> Served | N
         except OSError:
             continue  # gone, or another user's
         argv = command_line(pid)
-        if not is_bernstein(argv):
+        if not is_bernstein(argv) or not _is_server(argv):
             continue
         if not _inside(cwd, root):
-            if "serve" in argv[:6] or any("bernstein.core.server" in a for a in argv[:8]):
-                elsewhere.add(_serve_port(argv))
+            elsewhere.add(_serve_port(argv))
             continue
-        if "serve" in argv[:6]:
-            return Served(pid, _serve_port(argv), f"`bernstein serve` running in {cwd}")
-        if any("bernstein.core.server" in arg for arg in argv[:8]):
-            ports = [_serve_port(argv)] if "--port" in " ".join(argv) else []
-            return Served(pid, (ports or [DEFAULT_PORT])[0], f"Bernstein's server in {cwd}")
+        how = "`bernstein serve`" if "serve" in argv[:6] else "Bernstein's server"
+        return Served(pid, _serve_port(argv), f"{how} in the project")
     return None
+
+
+def _is_server(argv: list[str]) -> bool:
+    """`bernstein serve …`, or uvicorn serving `bernstein.core.server:app` (`bernstein run`)."""
+    return "serve" in argv[:6] or any("bernstein.core.server" in arg for arg in argv[:8])
 
 
 def served(paths: SddPaths) -> Served | None:
