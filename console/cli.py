@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from console import __version__
+from console.cli_owner import ACTIONS, before_local_write
 from console.sdd.sanitize import display_text, json_display
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -359,10 +360,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         from console.cli_trust import cmd_trust
 
         return cmd_trust(root, revoking=args.revoke, listing=args.list)
-    if args.command in ("run", "gates", "approve", "evolve"):  # they run the project's code
-        from console.cli_trust import require_trust
-
-        require_trust(root, args.command)
+    before_local_write(root, args)  # served elsewhere, or untrusted: exit 2
     if args.command == "status":
         return cmd_status(root, args.json)
     if args.command == "init":
@@ -373,8 +371,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return cmd_gates(root, args.json)
     if args.command == "proposals":
         return cmd_proposals(root, args.json)
-    if args.command in ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause",
-                        "resume"):
+    if args.command in ACTIONS:
         if args.read_only:
             raise UsageError("--read-only refuses every operator action")
         return cmd_action(root, args)

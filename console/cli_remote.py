@@ -94,7 +94,8 @@ def remote_control(client: ServerClient, source: RemoteSource | None,
     from console.remote.control import DEFAULT_LADDER, RemoteControl
 
     return RemoteControl(client, ladder=ladder_for(directory) or DEFAULT_LADDER,
-                         refresh=source.refresh_task if source is not None else None)
+                         refresh=source.refresh_task if source is not None else None,
+                         on_drain=source.set_draining if source is not None else None)
 
 
 def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
@@ -125,6 +126,19 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
     return EXIT_OK
 
 
+def require_token_accepted(client: ServerClient, *, reachable: bool = True) -> None:
+    """A rejected (or missing) token is bad usage, exit 2, for every command: one cheap
+    authenticated read (`GET /tasks/counts`) says so before anything is tried. With
+    `reachable`, a server that does not answer is bad usage too."""
+    from console.remote.client import ServerError
+
+    try:
+        client.counts()
+    except ServerError as exc:
+        if (reachable and exc.unreachable) or exc.status in (401, 403):
+            raise UsageError(str(exc)) from None
+
+
 def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
     from console.remote.client import ServerError
 
@@ -133,6 +147,7 @@ def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
     except ServerError as exc:
         if exc.unreachable:
             raise UsageError(str(exc)) from None
+    require_token_accepted(client)
     control = remote_control(client, None, args.directory)
     if args.command == "retry":
         outcome = control.retry(args.task_id)
@@ -175,6 +190,7 @@ def cmd_remote_console(client: ServerClient, args: argparse.Namespace) -> int:
     (a RemoteSource) and `control=` (a zero-argument factory returning a Control)."""
     from console.tui.app import ConsoleApp
 
+    require_token_accepted(client, reachable=False)  # one that is down may come back
     source, control = remote_console_parts(client, args.directory, args.read_only)
     root = Path(args.directory or ".").expanduser().resolve()
     app = ConsoleApp(root, read_only=args.read_only, engine=False,  # type: ignore[call-arg]

@@ -13,7 +13,7 @@ from console.engine.errors import EngineError, OwnedElsewhere
 from console.engine.evolution_apply import parse_evolution
 from console.engine.gitops import GitRepo
 from console.engine.ingest import close_ticket
-from console.engine.lock import EngineLock, bernstein_owner, engine_owner
+from console.engine.lock import EngineLock, bernstein_owner, engine_owner, owned_message
 from console.engine.store import TaskStore
 from console.sdd.confine import UnsafePath
 from console.sdd.paths import SddPaths
@@ -175,13 +175,13 @@ def summarise_evolve(done: list[tuple[str, str, str]]) -> Outcome:
                                    for pid, outcome, message in done))
 
 
-def local_control(root: Path) -> Control:
-    """The right Control for a local project; OwnedElsewhere if Bernstein runs it."""
+def local_control(root: Path, command: str = "") -> Control:
+    """The right Control for a local project; OwnedElsewhere (naming the `--server`
+    command to use instead) if Bernstein runs it, `bernstein serve` included."""
     paths = SddPaths(root.resolve())
     owner = bernstein_owner(paths)
     if owner is not None:
-        raise OwnedElsewhere(f"{paths.root} is run by a live {owner}; act through its "
-                             "task server (--server URL)")
+        raise OwnedElsewhere(owned_message(paths.root, owner, command))
     engine = engine_owner(paths)
     if engine is not None:
         return InboxControl(paths, str(engine))

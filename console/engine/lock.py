@@ -14,13 +14,13 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from console.engine.errors import OwnedElsewhere
+from console.engine.served import DEFAULT_PORT, command_line, is_bernstein, served
 from console.sdd.confine import UnsafePath, check_write_path
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
@@ -49,10 +49,20 @@ class Owner:
     what: str  # "bernstein server" | "bernstein spawner" | "bernstein-tui engine"
     pid: int
     detail: str = ""
+    url: str | None = None  # a Bernstein task server's, to attach with --server
 
     def __str__(self) -> str:
-        extra = f", {self.detail}" if self.detail else ""
-        return f"{self.what} (pid {self.pid}{extra})"
+        pid = f"pid {self.pid}" if self.pid > 0 else ""
+        extra = ", ".join(part for part in (pid, self.detail) if part)
+        return f"{self.what} ({extra})" if extra else self.what
+
+    def attach(self, command: str = "") -> str:
+        """The exact `bernstein-tui --server …` command to use instead (the token from
+        BERNSTEIN_AUTH_TOKEN when it is set, else --token-file)."""
+        url = self.url or f"http://127.0.0.1:{DEFAULT_PORT}"
+        token = "" if os.environ.get("BERNSTEIN_AUTH_TOKEN", "").strip() else \
+            " --token-file FILE"
+        return f"bernstein-tui --server {url}{token}" + (f" {command}" if command else "")
 
 
 def _read_pid_file(path: Path) -> int | None:
@@ -72,49 +82,31 @@ def _read_pid_file(path: Path) -> int | None:
         os.close(fd)
 
 
-def command_line(pid: int) -> list[str]:
-    """The process's argv from /proc, or `ps` where there is no /proc (empty when it
-    cannot be read)."""
-    if not os.path.isdir("/proc/self"):
-        try:
-            out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True,
-                                 text=True, timeout=5, check=False).stdout
-        except (OSError, subprocess.TimeoutExpired):
-            return []
-        return out.split()
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read(65536)
-    except OSError:
-        return []
-    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
-
-
-def is_bernstein(argv: list[str]) -> bool:
-    """Bernstein's own command line: its `bernstein` entry point (`bernstein serve`, run by
-    a python or not), `python -m bernstein…`, or uvicorn serving `bernstein.…:app`.
-    Not bernstein-tui, not a shell, not pid 1."""
-    for index, arg in enumerate(argv[:8]):
-        name = os.path.basename(arg)
-        if name in ("bernstein", "bernstein.exe"):
-            return True
-        module = argv[index + 1] if arg == "-m" and index + 1 < len(argv) else arg
-        if module.split(":")[0].split(".")[0] == "bernstein" and (arg == "-m" or ":" in module):
-            return True
-    return False
-
-
 def bernstein_owner(paths: SddPaths) -> Owner | None:
-    """A live Bernstein process whose pid file is in runtime/. A pid only counts when that
-    process really is Bernstein (its command line): a stale file naming a reused pid,
-    pid 1 or the operator's shell does not stop the engine."""
+    """A live Bernstein on the project: a process whose pid file is in runtime/ (a pid only
+    counts when that process really is Bernstein, by its command line: a stale file naming
+    a reused pid, pid 1 or the operator's shell does not stop the engine), or a
+    `bernstein serve`, which writes no pid file (`console.engine.served`)."""
+    server = served(paths)
     for name in BERNSTEIN_PID_FILES:
         pid = _read_pid_file(paths.sdd / "runtime" / name)
         if pid is None or pid == os.getpid() or not pid_alive(pid):
             continue
         if is_bernstein(command_line(pid)):
-            return Owner(f"bernstein {name.removesuffix('.pid')}", pid, f"runtime/{name}")
+            return Owner(f"bernstein {name.removesuffix('.pid')}", pid, f"runtime/{name}",
+                         server.url if server else None)
+    if server is not None:
+        return Owner("bernstein server", server.pid, server.how, server.url)
     return None
+
+
+def owned_message(root: Path | None, owner: Owner, command: str = "") -> str:
+    """One line: who runs the project, and the `--server` command to use instead (without
+    the project's path for the console's header, which shows it already)."""
+    if root is None:  # the command first: a narrow header cuts the end
+        return f"attach with {owner.attach(command)} (run by a live {owner})"
+    return f"{root} is run by a live {owner}; act through its task server: " \
+           f"{owner.attach(command)}"
 
 
 def lock_path(paths: SddPaths) -> Path:
@@ -166,8 +158,7 @@ class EngineLock:
     def acquire(self) -> None:
         owner = bernstein_owner(self.paths)
         if owner is not None:
-            raise OwnedElsewhere(f"{self.paths.root} is run by a live {owner}; "
-                                 "the console only watches (attach with --server URL)")
+            raise OwnedElsewhere(owned_message(None, owner))
         path = lock_path(self.paths)
         check_write_path(path)  # no link from .sdd/ down, the lock file itself included
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,6 @@ _PLAIN = {
     403: "token rejected or tenant not allowed (403)",
     404: "not found (404)",
     405: "the server refuses writes (405, read-only server?)",
-    409: "task changed meanwhile (409)",
     413: "request too large (413)",
     422: "the server refused the request as invalid (422)",
     503: "server draining or not ready (503)",
@@ -61,6 +60,8 @@ def meaning(status: int, detail: str, retry_after: float | None = None, *,
         return ("token missing (401)" + said + ": pass --token-file or set "
                 "BERNSTEIN_AUTH_TOKEN; the server must have had BERNSTEIN_AUTH_TOKEN set "
                 "when it started, or every route answers 401")
+    if status == 409:
+        return conflict_meaning(detail) + said
     if status in _PLAIN:
         return _PLAIN[status] + said
     if status == 429:
@@ -69,6 +70,20 @@ def meaning(status: int, detail: str, retry_after: float | None = None, *,
     if status >= 500:
         return f"server error ({status})" + said
     return f"unexpected answer ({status})" + said
+
+
+def conflict_meaning(detail: str) -> str:
+    """Bernstein 3.23.0 answers 409 for two different things: a version conflict ("Version
+    conflict: task T is at version N, expected M": the task changed meanwhile; reading it
+    again and retrying may work) and a transition it refuses ("Illegal task transition:
+    'done' -> 'cancelled'", "Task 'T' cannot be cancelled from status 'done'", "task T has
+    unresolved dependencies", NONCE_MISMATCH: doing it again will not help)."""
+    lowered = detail.lower()
+    if "version" in lowered:
+        return "version conflict: the task changed meanwhile (409)"
+    if "nonce" in lowered:
+        return "the approval changed meanwhile: its nonce no longer matches (409)"
+    return "the server refuses this in the task's current state (409)"
 
 
 def transport_meaning(exc: httpx.HTTPError, seconds: float, expired: bool = False) -> str:

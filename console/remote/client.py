@@ -235,6 +235,10 @@ class ServerClient:
             return MAX_REMOTE_TASKS
         return min(max(0, reported) + PAGING_MARGIN, MAX_REMOTE_TASKS)
 
+    def drain(self) -> dict[str, Any]:
+        """`GET /drain`: {draining, active_agents}."""
+        return self._expect(self.get("/drain"), dict, "/drain")
+
     def task(self, task_id: str) -> dict[str, Any]:
         return self._expect(self.get(f"/tasks/{task_id}"), dict, f"/tasks/{task_id}")
 

@@ -8,6 +8,7 @@
 - approve / reject: `POST /approvals/{task_id}/approve|reject {"reason"}` for task
   reviews; evolution proposals have no route, so those are refused;
 - pause / resume: `POST /drain` / `POST /drain/cancel` (claims stop, start again);
+  the console's z reads `GET /drain` and does whichever is not the case;
 - evolve: refused, no route.
 
 Every refusal is an `Outcome` whose message says what the server meant; after
@@ -41,9 +42,12 @@ class RemoteControl:
     """Actions on a Bernstein task server."""
 
     def __init__(self, client: ServerClient, *, ladder: tuple[str, ...] = DEFAULT_LADDER,
-                 refresh: Callable[[str], object] | None = None) -> None:
+                 refresh: Callable[[str], object] | None = None,
+                 on_drain: Callable[[bool], object] | None = None) -> None:
         self.client = client
         self.ladder = ladder
+        #: called with the server's drain state after a drain or resume (the header)
+        self.on_drain = on_drain
         #: called with a task id after a 409, so the view shows the task as it is now
         self.refresh = refresh
 
@@ -155,17 +159,28 @@ class RemoteControl:
         return Outcome.refused("evolve: a Bernstein task server has no route for it; run "
                                "`bernstein evolve run` on the server's host")
 
-    def pause(self) -> Outcome:
+    def _drain(self, draining: bool) -> Outcome:
         try:
-            self.client.request("POST", "/drain")
+            self.client.request("POST", "/drain" if draining else "/drain/cancel")
         except ServerError as exc:
             return self._refused(exc)
-        return Outcome.done(f"{self.client.url} drains: no new claims until resume "
-                            "(running tasks finish)")
+        if self.on_drain is not None:
+            self.on_drain(draining)
+        if draining:
+            return Outcome.done(f"{self.client.url} drains: no new claims until resume "
+                                "(running tasks finish)")
+        return Outcome.done(f"{self.client.url} accepts claims again")
+
+    def pause(self) -> Outcome:
+        return self._drain(True)
 
     def resume(self) -> Outcome:
+        return self._drain(False)
+
+    def toggle_drain(self) -> Outcome:
+        """Drain a server that is not draining, resume one that is (`GET /drain` says)."""
         try:
-            self.client.request("POST", "/drain/cancel")
+            draining = self.client.drain().get("draining") is True
         except ServerError as exc:
             return self._refused(exc)
-        return Outcome.done(f"{self.client.url} accepts claims again")
+        return self._drain(not draining)

@@ -45,10 +45,13 @@ class ServerHealth:
     live: bool = False  # the /events stream is connected
     detail: str = ""  # why it is unreachable / the stream is down
     checked_at: float | None = None  # time.time() of the last /health answer
+    draining: bool | None = None  # GET /drain; None: not known
 
     def line(self) -> str:
         latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
-        return f"{self.url}  {self.status}  {latency}  events {'live' if self.live else 'down'}"
+        drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
+        return (f"{self.url}  {self.status}  {latency}  "
+                f"events {'live' if self.live else 'down'}{drain}")
 
 
 def _normalise(record: Any) -> Any:
@@ -64,6 +67,20 @@ def _normalise(record: Any) -> Any:
                                         or s.get("type") in SIGNAL_TYPES]
         record["server_completion_signals"] = signals
     return record
+
+
+def counts_match(counts: dict[str, int], mine: dict[str, int], total: int) -> bool:
+    """The server's /tasks/counts against ours, comparing only what counts reports: 3.23.0
+    leaves `blocked_by_failed_dep` at 0 (and an older server leaves out newer states) while
+    its `total` counts those tasks. So a state the server says 0 of is compared as a group:
+    ours in such states must add up to what the server's total has beyond its counts."""
+    if counts.get("total", total) != total:
+        return False
+    reported = {status: n for status, n in counts.items() if status != "total" and n}
+    if any(mine.get(status, 0) != n for status, n in reported.items()):
+        return False
+    unreported = counts.get("total", total) - sum(reported.values())
+    return sum(n for status, n in mine.items() if status not in reported) == unreported
 
 
 class RemoteSource:
@@ -112,7 +129,8 @@ class RemoteSource:
         old = self.health
         new = replace(old, latency_ms=self.client.last_latency_ms, **changes)
         self.health = new
-        if (old.status, old.live, old.detail) != (new.status, new.live, new.detail):
+        if (old.status, old.live, old.detail, old.draining) != (new.status, new.live,
+                                                                new.detail, new.draining):
             self._emit(Delta(sections={"server"}))
 
     def check_health(self) -> ServerHealth:
@@ -230,10 +248,19 @@ class RemoteSource:
         with self.lock:
             mine = self.state.state_counts()
             total = len(self.state.tasks)
-        if counts.get("total", total) != total:
-            return False
-        return all(mine.get(status, 0) == n for status, n in counts.items()
-                   if status != "total")
+        return counts_match(counts, mine, total)
+
+    def check_drain(self) -> None:
+        """`GET /drain` into the header (needs the token; a server without it: unknown)."""
+        try:
+            body = self.client.drain()
+        except ServerError:
+            return
+        self._set_health(draining=body.get("draining") is True)
+
+    def set_draining(self, draining: bool) -> None:
+        """What a drain or resume just made true (the console's z)."""
+        self._set_health(draining=draining)
 
     # -- following -------------------------------------------------------------
 
@@ -293,6 +320,7 @@ class RemoteSource:
                 self._stop.wait(delay)
                 delay = min(10.0, delay * 2)
                 continue
+            self.check_drain()
             self.loaded.set()
             self._emit(Delta())  # the load is complete, even if it found nothing
             return
@@ -321,6 +349,7 @@ class RemoteSource:
             last_check = now
             if self.check_health().status == "unreachable":
                 continue
+            self.check_drain()
             try:
                 agree = self.counts_agree()
             except ServerError as exc:

@@ -90,7 +90,11 @@ class OperatorActions:
                             lambda control: control.cancel(target, "cancelled from the console"))
 
     def action_pause(self) -> None:
-        """Pause a running engine, or resume a paused one."""
+        """Pause a running engine, or resume a paused one; on a task server, drain it or
+        resume it, as its `GET /drain` says."""
+        if not self.local:
+            self.act("drain", lambda control: control.toggle_drain())
+            return
         with self.source.lock:
             engine = self.source.state.engine_status
         if engine is not None and engine.running and engine.paused:
