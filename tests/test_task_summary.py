@@ -73,17 +73,24 @@ async def test_a_blocked_task_says_which_dependency_failed_and_d_jumps_to_it(
         assert app.selected == "a1"
 
 
-async def test_an_open_task_jumps_to_its_first_unfinished_dependency(project: Path) -> None:
+async def test_a_waiting_task_jumps_to_its_first_unfinished_dependency(project: Path) -> None:
     append(project / ".sdd" / "runtime" / "tasks.jsonl",
            task_record("p1", "done", title="Done first"),
            task_record("p2", "failed", title="Not yet"),
-           task_record("w1", "planned", title="Waiter", depends_on=["p1", "p2"]))
+           task_record("w1", "planned", title="Waiter", depends_on=["p1", "p2"]),
+           task_record("u1", "done", title="Unblocked since", depends_on=["p1"],
+                       metadata={"blocking_task_id": "p1"}))  # left behind: not believed
     app = ConsoleApp(project, clock=lambda: NOW)
     async with app.run_test(size=(120, 40)) as pilot:
         shown = await _select(pilot, app, "w1", "Depends on")
         assert "✓ done" in shown and "✗ failed" in shown
         await pilot.press("d")
         await wait_for(pilot, lambda: app.selected == "p2")
+        shown = await _select(pilot, app, "u1", "Depends on")
+        assert "◀ blocking" not in shown and "Waiting on" not in shown
+        await pilot.press("d")
+        await pilot.pause(0.1)
+        assert app.selected == "u1"
 
 
 async def test_hostile_description_and_reason_stay_text(project: Path) -> None:

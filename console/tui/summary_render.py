@@ -33,11 +33,11 @@ def _when(value: object) -> str:
 
 def blocking_dependency(state: State, task: Task) -> str | None:
     """The dependency holding `task` back: the one a blocked_by_* record names
-    (`metadata.blocking_task_id`, as Bernstein 3.23.0 and our engine write it), else
-    the first dependency that is not done."""
+    (`metadata.blocking_task_id`, as Bernstein 3.23.0 and our engine write it, while
+    the task is still blocked), else the first dependency that is not done."""
     named = task.metadata.get("blocking_task_id")
-    if isinstance(named, str) and named:
-        return named
+    if isinstance(named, str) and named and task.status.startswith("blocked"):
+        return named  # a stale one on a task unblocked since is not believed
     for dep_id in task.depends_on:
         dep = state.tasks.get(dep_id)
         if dep is None or dep.state is not TaskState.DONE:
