@@ -43,8 +43,9 @@ def frozen_app(where: Path, **kwargs):  # type: ignore[no-untyped-def]
 
 #: the screens drawn from the recording: name → (keys pressed, screen class name)
 SHOTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "main": (("down", "tab", "right"), "Screen"),  # DEMO-02, its Chain tab
-    "main-reflections": (("down", "tab", "right", "right"), "Screen"),
+    "main": (("down",) * 4, "Screen"),  # DEMO-05, blocked: its Summary tab says why
+    "main-chain": (("down", "tab", "right", "right"), "Screen"),  # DEMO-02, its Chain tab
+    "main-reflections": (("down", "tab", "right", "right", "right"), "Screen"),
     "proposals": (("P",), "ProposalsScreen"),
     "chains": (("C",), "ChainsScreen"),
     "quality": (("Q",), "QualityScreen"),

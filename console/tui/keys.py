@@ -7,6 +7,9 @@ from textual.binding import Binding
 
 from console.tui.task_rows import QUICK_FILTERS
 
+#: the key that selects the dependency a task waits on (its Summary tab names it)
+BLOCKER_KEY = "d"
+
 #: (group, key(s), action, footer label, description, shown in the footer)
 MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Tasks", "r", "retry", "Retry", "Retry the selected task (a failed one opens again)",
@@ -14,6 +17,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Tasks", "e", "escalate", "Escalate",
      "Escalate: next attempt on the next model tier (confirm)", True),
     ("Tasks", "x", "cancel_task", "Cancel", "Cancel the task and its subtasks (confirm)", True),
+    ("Tasks", BLOCKER_KEY, "blocking_dependency", "Blocker",
+     "Jump to the dependency holding the selected task back (its Summary names it)", False),
     ("Tasks", "c", "copy('id')", "Copy id", "Copy the task id (OSC 52; also shown)", False),
     ("Tasks", "w", "copy('worktree')", "Copy worktree",
      "Copy the running attempt's worktree path", False),

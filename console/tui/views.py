@@ -43,6 +43,7 @@ def empty_text(root: Path, exists: bool) -> str:
 
 class ViewActions:
     read_only: bool
+    selected: str | None
     source: Any
     clock: Any
     filter_text: str
@@ -109,6 +110,25 @@ class ViewActions:
             self.apply_filter("")
             table.move_to(task_id)
         table.focus()
+
+    def action_blocking_dependency(self) -> None:
+        """Select the dependency the selected task waits on (the one its Summary names)."""
+        from console.tui.summary_render import blocking_dependency
+
+        with self.source.lock:
+            task = self.source.state.tasks.get(self.selected) if self.selected else None
+            target = blocking_dependency(self.source.state, task) if task else None
+            known = target is not None and target in self.source.state.tasks
+        if task is None:
+            self.notify("select a task first", severity="warning")
+        elif target is None:
+            self.notify(f"task {display_text(task.id)} waits on no dependency",
+                        markup=False)
+        elif not known:
+            self.notify(f"dependency {display_text(target)} is not known here",
+                        severity="warning", markup=False)
+        else:
+            self.go_to_task(target)
 
     def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
         from console.tui.screens.proposals import ProposalsScreen

@@ -1,4 +1,5 @@
-"""The selected task's detail: tabs for gates, chain, reflections, review and the agent log.
+"""The selected task's detail: tabs for its summary, gates, chain, reflections, review and
+the agent log.
 
 Everything but the log comes from the in-memory State (no file I/O on the event
 loop); the log is tailed by a thread worker and capped, and keeps SGR colours only.
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
 
     from console.sdd.state import State
 
-TABS = (("gates", "Gates"), ("chain", "Chain"), ("reflections", "Reflections"),
-        ("review", "Review"), ("log", "Log"))
+TABS = (("summary", "Summary"), ("gates", "Gates"), ("chain", "Chain"),
+        ("reflections", "Reflections"), ("review", "Review"), ("log", "Log"))
 
 
 class TaskDetail(Vertical):
@@ -63,12 +64,14 @@ class TaskDetail(Vertical):
         if not self.active:
             return  # drawn on activation
         from console.tui import detail_render as view
+        from console.tui.summary_render import summary_view
 
         task = state.tasks.get(task_id) if task_id else None
         if task is None:
             for key, _ in TABS[:-1]:
                 self._put(key, Text("Select a task.", style="italic"))
             return
+        self._put("summary", summary_view(state, task))
         self._put("gates", view.gates_view(state, task.id))
         self._put("chain", view.chain_view(state, task))
         self._put("reflections", view.reflections_view(list(state.reflections.get(task.id, []))))
