@@ -111,8 +111,7 @@ def _touched(sandbox: Path) -> list[tuple[str, bool]]:
     status = run_git_tool(["status", "--porcelain", "-z", "--untracked-files=all",
                            "--no-renames"], sandbox, 60).output
     paths = [entry[3:] for entry in status.split("\0") if len(entry) > 3]
-    return [(p, (sandbox / p).is_symlink()) for p in paths
-            if p != ".bernstein-tui-proposal.diff"]
+    return [(p, (sandbox / p).is_symlink()) for p in paths]
 
 
 def _score(output: str) -> float | None:

@@ -10,6 +10,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from console.engine.evolution import analyse
 from console.engine.gates.digest import _source_line
 from console.sdd.paths import SddPaths
@@ -91,12 +93,8 @@ def test_results_tsv_is_never_appended_through_a_link(tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
     (root / ".sdd" / "evolution" / "results.tsv").symlink_to(victim)
-    try:
+    with pytest.raises(UnsafePath, match="symbolic link"):
         append_result(SddPaths(root), "EVO-1", "abc", 1.0)
-    except UnsafePath as exc:
-        assert "symbolic link" in str(exc)
-    else:
-        raise AssertionError("appended through a link")
     assert victim.read_text() == "keep me\n"
 
 
