@@ -114,7 +114,7 @@ def server() -> Iterator[FakeBernstein]:
 
 async def test_the_same_summary_for_a_task_from_a_server(server: FakeBernstein,
                                                          tmp_path: Path) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
 
     dep = server.add("Parser", "failed", result_summary="tests red on the server")
     blocked = server.add("Wire the CLI", "blocked_by_failed_dep", depends_on=[dep],
