@@ -22,10 +22,11 @@ from textual.widgets import Footer, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
-from console.sdd.fileio import read_log_tail
+from console.model import TaskState
 from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
+from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
 from console.tui.keys import MAIN_BINDINGS
@@ -47,6 +48,10 @@ if TYPE_CHECKING:
 
 DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
+#: the selected task's progress, heartbeat and log are read again this often (seconds)
+#: while its agent works
+LIVE_EVERY_S = 2
+FOLLOWED = frozenset({TaskState.CLAIMED, TaskState.IN_PROGRESS})
 NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
@@ -103,6 +108,7 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
         self.selected: str | None = None
         self.filter_text = ""
         self._first_painted = False
+        self._ticks = 0
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
         self._alerts = AlertWatch()  # watcher thread only
@@ -295,6 +301,12 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
     @_while_up
     def _every_second(self) -> None:
         self._show_sla()
+        self._ticks += 1
+        if self._ticks % LIVE_EVERY_S == 0 and self.selected is not None:
+            with self.source.lock:
+                task = self.source.state.tasks.get(self.selected)
+            if task is not None and task.state in FOLLOWED:  # its agent is at work
+                self._refresh_live()
 
     def _show_sla(self) -> None:
         table = self._main(TaskTable)
@@ -331,26 +343,28 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
         self.selected = task_id
         with self.source.lock:
             self._main(TaskDetail).show(self.source.state, task_id)
-        self._refresh_log()
+        self._refresh_live()
 
     @_while_up
-    def _refresh_log(self) -> None:
-        if self.selected is None or not self.local:  # a server does not serve agent logs
+    def _refresh_live(self) -> None:
+        """The selected task's progress, last heartbeat and agent log, read by a thread
+        worker (files for a local project, `GET /dashboard/tasks/{id}` for a server)."""
+        task_id = self.selected
+        if task_id is None:
             return
-        with self.source.lock:
-            task = self.source.state.tasks.get(self.selected)
-        log = task.metadata.get("log") if task else None
-        if log:
-            self.run_worker(lambda: self._read_log(self.source.paths.root, str(log)),
-                            thread=True, group="log", exclusive=True, exit_on_error=False)
+        self.run_worker(lambda: self._read_live(task_id), thread=True, group="live",
+                        exclusive=True, exit_on_error=False)
 
-    def _read_log(self, root: Path, log: str) -> None:
-        text = read_log_tail(root, log)
-        self.call_from_thread(self._show_log_text, text)
+    def _read_live(self, task_id: str) -> None:
+        live = self.source.task_live(task_id)
+        self.call_from_thread(self._show_live, task_id, live)
 
     @_while_up
-    def _show_log_text(self, text: str) -> None:
-        self._main(TaskDetail).show_log(text)
+    def _show_live(self, task_id: str, live: TaskLive) -> None:
+        if task_id != self.selected:
+            return  # the operator moved on while it was read
+        with self.source.lock:
+            self._main(TaskDetail).show_live(self.source.state, task_id, live)
 
     @_while_up
     def on_engine_alert(self, message: EngineAlert) -> None:
