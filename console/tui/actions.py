@@ -7,6 +7,7 @@ A mixin of ConsoleApp: it uses the app's source, engine, selection and notificat
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -14,6 +15,7 @@ class OperatorActions:
     read_only: bool
     selected: str | None
     local: bool
+    project_root: Path
     source: Any
     engine: Any
     control_factory: Any
@@ -28,7 +30,7 @@ class OperatorActions:
             return EngineControl(self.engine)
         from console.engine.control import local_control
 
-        return local_control(self.source.paths.root)
+        return local_control(self.project_root)
 
     def act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
         """An operator action in a worker thread; its real outcome is shown."""
@@ -115,7 +117,7 @@ class OperatorActions:
             with self.source.lock:
                 task = self.source.state.tasks.get(self.selected)
             session = task.metadata.get("session") if task else None
-            worktree = self.source.paths.sdd / "worktrees" / str(session)
+            worktree = self.project_root / ".sdd" / "worktrees" / str(session)
             if not session or task is None or task.is_terminal:
                 self.notify(f"task {self.selected} has no worktree now (one exists only "
                             "while an attempt runs)", severity="warning")

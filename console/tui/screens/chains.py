@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import State
 from console.tui.quality import chain_totals
 
@@ -46,7 +46,7 @@ class ChainsScreen(Screen[None]):
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]
 
-    def __init__(self, source: LocalSource) -> None:
+    def __init__(self, source: Source) -> None:
         super().__init__()
         self.source = source
 
