@@ -18,9 +18,9 @@ from console.engine.events import EventLog
 from console.engine.ingest import Ingestor, reconcile_blocked, satisfied
 from console.engine.lock import EngineLock, find_owner
 from console.engine.roles import load_role
-from console.engine.router import next_tier, route
+from console.engine.router import route
 from console.engine.store import TaskStore
-from console.model import TRANSITIONS, Task, TaskState
+from console.model import TRANSITIONS, Task, TaskState, next_model
 from console.sdd.paths import SddPaths
 from console.sdd.tail import JsonlTail
 from console.sdd.task_codec import encode_task
@@ -191,8 +191,9 @@ def test_router_follows_seed_001(tmp_path: Path) -> None:
     assert chosen(complexity="low") == ("sonnet", "normal")
     assert chosen(model="haiku", effort="low") == ("haiku", "low")
     assert chosen(model="opus", complexity="low") == ("opus", "normal")
-    assert [next_tier(m) for m in ("haiku", "claude-sonnet-4", "opus", "gpt-5")] == [
-        "sonnet", "opus", None, "sonnet"]
+    assert [(next_model(m) or (None,))[0] for m in ("haiku", "claude-sonnet-4", "opus",
+                                                     "gpt-5", "Claude-HAIKU-4")] == [
+        "sonnet", "opus", None, "sonnet", "sonnet"]  # one ladder, one reading of case
 
 
 def test_recovery_reopens_claimed_and_keeps_merged_work(tmp_path: Path) -> None:

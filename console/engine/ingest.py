@@ -22,18 +22,16 @@ from types import MappingProxyType
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
-from console.model import Task, TaskState, Ticket
+from console.model import DEAD_ENDS, SUCCEEDED, Task, TaskState, Ticket
 from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
 from console.sdd.fields import brief
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
 
-SATISFIED = frozenset({"done", "closed"})
 #: the result_summary of a task whose dependencies are not done yet
 WAITING = "waiting for "
 ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,8 +273,8 @@ STRANDED = frozenset({TaskState.BLOCKED_BY_FAILED_DEP, TaskState.BLOCKED_BY_ABAN
 def satisfied(store: TaskStore, dep_id: str) -> bool:
     """Done or closed, itself or a retry of it under another id (Bernstein's lineage)."""
     dep = store.tasks.get(dep_id)
-    return (dep is not None and dep.status in SATISFIED) or any(
-        retry.status in SATISFIED for retry in store.retries(dep_id))
+    return (dep is not None and dep.status in SUCCEEDED) or any(
+        retry.status in SUCCEEDED for retry in store.retries(dep_id))
 
 
 def _retrying(store: TaskStore, dep_id: str) -> bool:

@@ -25,8 +25,7 @@ def proposal_rows(state: State) -> list[tuple[str, ...]]:
     for pid in sorted(set(state.proposals) | set(state.decisions)):
         proposal = state.proposals.get(pid)
         last = state.decisions[pid][-1] if state.decisions.get(pid) else None
-        outcome = ("rejected" if last and last.reason.startswith("Rejected by")
-                   else last.outcome if last else "")
+        outcome = last.shown_outcome if last else ""
         rows.append((pid, "! pending" if pid in pending else "✓ decided",
                      (proposal.risk_level if proposal and proposal.risk_level else
                       last.risk_level if last else "") or "",
