@@ -92,9 +92,9 @@ def can_transition(src: TaskState, dst: TaskState) -> bool:
 STATE_GLYPHS: MappingProxyType[str, str] = MappingProxyType(
     {
         "planned": "◌", "open": "○", "claimed": "◔", "in_progress": "▶", "done": "✓",
-        "closed": "✔", "failed": "✗", "blocked": "⏸", "waiting_for_subtasks": "⋯",
+        "closed": "✔", "failed": "✗", "blocked": "⊟", "waiting_for_subtasks": "⋯",
         "cancelled": "⊘", "orphaned": "⚠", "pending_approval": "?", "abandoned": "⊗",
-        "blocked_by_abandon": "⏸", "blocked_by_failed_dep": "⏸", "refused": "⊖",
+        "blocked_by_abandon": "⊟", "blocked_by_failed_dep": "⊟", "refused": "⊖",
         "suspended": "‖",
     }
 )
@@ -150,6 +150,17 @@ def gate_label(status: str) -> str:
 def state_label(status: str) -> str:
     """Glyph and word, e.g. "✗ failed"; an unknown state keeps the word as written."""
     return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {status}"
+
+
+#: Bernstein 3.23.0's long state names, shortened for a table cell (each stays distinct;
+#: the detail shows the full name). "⏸" is the engine's pause only, never a task state.
+SHORT_STATES: MappingProxyType[str, str] = MappingProxyType({
+    "blocked_by_failed_dep": "dep failed", "blocked_by_abandon": "dep abandoned",
+    "waiting_for_subtasks": "subtasks", "pending_approval": "approval"})
+
+
+def short_state_label(status: str) -> str:
+    return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {SHORT_STATES.get(status, status)}"
 
 
 @dataclass(frozen=True, slots=True)

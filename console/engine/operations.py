@@ -37,7 +37,12 @@ def retry(store: TaskStore, task_id: str) -> Outcome:
                          retry_count=task.retry_count + 1)
     except EngineError as exc:
         return Outcome.refused(str(exc))
-    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1})")
+    last = task.metadata.get("last_model")
+    start = (f"on its pinned model {task.model}" if task.model else
+             "from the cheapest tier the router allows" + (
+                 f", not on {last} where it last ran (e escalates instead)" if last else ""))
+    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1}); "
+                        f"a new chain starts {start}")
 
 
 def escalate(store: TaskStore, task_id: str, model: str | None = None,

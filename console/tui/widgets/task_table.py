@@ -17,11 +17,13 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.color import Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from console.tui.contrast import readable
 from console.tui.task_rows import COLUMNS, SORT_KEYS, Predicate, TaskRow
 
 REBUILD_DELAY_S = 0.05
@@ -76,6 +78,7 @@ class TaskTable(ScrollView, can_focus=True):
         self.reverse = False
         self._rebuild_timer: object | None = None
         self._highlighted: str | None = None
+        self._readable_cache: dict[tuple[str, str], Style] = {}  # (theme, component)
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -272,6 +275,22 @@ class TaskTable(ScrollView, can_focus=True):
             segments.append(Segment(set_cell_size(" " + text, size + 1), style))
         return Strip(segments).crop_extend(0, width, styles[-1])
 
+    def _readable(self, component: str) -> Style:
+        """A state's component style with its colour made readable on this table's
+        backgrounds (plain and odd rows) under the current theme (contrast.py)."""
+        key = (self.app.theme, component)
+        style = self._readable_cache.get(key)
+        if style is None:
+            style = self.get_component_rich_style(component)
+            if style.color is not None and style.color.triplet is not None:
+                background = self.background_colors[1]
+                odd = self.get_component_rich_style("task-table--odd").bgcolor
+                backgrounds = [background] + ([Color.from_rich_color(odd)] if odd else [])
+                fixed = readable(Color.from_rich_color(style.color), *backgrounds)
+                style = style + Style(color=fixed.rich_color)
+            self._readable_cache[key] = style
+        return style
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
@@ -290,11 +309,11 @@ class TaskTable(ScrollView, can_focus=True):
         styles = [base] * len(COLUMNS)
         state_class = STATE_CLASSES.get(row.status)
         if state_class:
-            styles[0] = base + self.get_component_rich_style(f"task-table--{state_class}")
+            styles[0] = base + self._readable(f"task-table--{state_class}")
         if row.at_risk(now):
-            styles[7] = base + self.get_component_rich_style("task-table--risk")
+            styles[7] = base + self._readable("task-table--risk")
         if row.gates_fail:
-            styles[6] = base + self.get_component_rich_style("task-table--failed")
+            styles[6] = base + self._readable("task-table--failed")
         if index == self.cursor:
             cursor = self.get_component_rich_style("task-table--cursor")
             styles = [s + cursor for s in styles]
