@@ -1,5 +1,9 @@
-"""Every key of the main screen, grouped, in one table: the bindings and the
-help screen are both made from it, so they cannot disagree."""
+"""Every key of the console, grouped, in one table: the bindings and the help screen
+are both made from it, so they cannot disagree.
+
+A key is bound where its target is shown: the task and view keys on the main screen
+(they act on its table and selection, never on a table hidden under another screen),
+the engine, screen and app keys on the app (they work everywhere)."""
 
 from __future__ import annotations
 
@@ -19,8 +23,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Tasks", "x", "cancel_task", "Cancel", "Cancel the task and its subtasks (confirm)", True),
     ("Tasks", BLOCKER_KEY, "blocking_dependency", "Blocker",
      "Jump to the dependency holding the selected task back (its Summary names it)", False),
-    ("Tasks", "c", "copy('id')", "Copy id", "Copy the task id (OSC 52; also shown)", False),
-    ("Tasks", "w", "copy('worktree')", "Copy worktree",
+    ("Tasks", "c", "app.copy('id')", "Copy id", "Copy the task id (OSC 52; also shown)", False),
+    ("Tasks", "w", "app.copy('worktree')", "Copy worktree",
      "Copy the running attempt's worktree path", False),
     ("Engine", "z", "pause", "Pause/resume", "Pause the engine / resume it", False),
     ("Engine", "t", "trust", "Trust", "Trust this project: its agents, gates and commands "
@@ -51,8 +55,15 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Any screen", "escape", "Back"),
 )
 
+#: the groups bound on the main screen; the others are the app's
+SCREEN_GROUPS = frozenset({"Tasks", "View"})
+
 MAIN_BINDINGS = [Binding(key, action, label, show=shown)
-                 for _group, key, action, label, _description, shown in MAIN_KEYS]
+                 for group, key, action, label, _description, shown in MAIN_KEYS
+                 if group in SCREEN_GROUPS]
+APP_BINDINGS = [Binding(key, action, label, show=shown)
+                for group, key, action, label, _description, shown in MAIN_KEYS
+                if group not in SCREEN_GROUPS]
 
 
 def key_label(key: str) -> str:

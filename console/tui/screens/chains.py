@@ -42,7 +42,7 @@ def totals_text(state: State) -> str:
 
 
 class ChainsScreen(Screen[None]):
-    AUTO_FOCUS = "DataTable"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "DataTable"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]
 

@@ -37,7 +37,7 @@ def help_table(read_only: bool) -> Table:
 
 
 class HelpScreen(Screen[None]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "*"  # its content, from the first key
     BINDINGS = [Binding("escape,q,question_mark,f1", "app.pop_screen", "Back")]
 
     def __init__(self, read_only: bool) -> None:

@@ -12,7 +12,7 @@ from console.sdd.sanitize import data_text
 
 
 class ProblemsScreen(Screen[None]):
-    AUTO_FOCUS = "DataTable"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "DataTable"  # its content, from the first key
     BINDINGS = [Binding("escape,p,q", "app.pop_screen", "Back")]
 
     def __init__(self, problems: list[Problem]) -> None:

@@ -17,6 +17,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Static
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import State
+from console.tui.messages import OperatorRequest
 
 
 def proposal_rows(state: State) -> list[tuple[str, ...]]:
@@ -93,7 +94,7 @@ class ReasonScreen(ModalScreen[str | None]):
 
 
 class ProposalsScreen(Screen[None]):
-    AUTO_FOCUS = "#proposals-table"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "#proposals-table"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
                 Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
@@ -163,8 +164,8 @@ class ProposalsScreen(Screen[None]):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.app.act("approve", lambda control: control.approve(  # type: ignore[attr-defined]
-                    pid, "approved from the console"))
+                self.post_message(OperatorRequest("approve", lambda control: control.approve(
+                    pid, "approved from the console")))
 
         self.app.push_screen(ConfirmScreen(
             f"Approve {pid}?", "Its diff is applied in a sandbox worktree; the tests, eval "
@@ -178,7 +179,7 @@ class ProposalsScreen(Screen[None]):
 
         def answered(reason: str | None) -> None:
             if reason:
-                self.app.act("reject", lambda control: control.reject(  # type: ignore[attr-defined]
-                    pid, reason))
+                self.post_message(OperatorRequest("reject", lambda control: control.reject(
+                    pid, reason)))
 
         self.app.push_screen(ReasonScreen(f"Reject {pid}: why?"), answered)

@@ -62,7 +62,7 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
 
 
 class QualityScreen(Screen[None]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
     BINDINGS = [Binding("escape,q,Q", "app.pop_screen", "Back")]
