@@ -14,6 +14,8 @@ from console.sdd.sanitize import CELL_LIMIT, data_text
 from console.sdd.source import LocalSource
 from console.sdd.state import State
 from console.tui.quality import chain_totals
+from console.tui.screens.built_view import BuiltView
+from console.tui.widgets.keyed_rows import Row, sync_rows
 
 #: the table keeps the most recent chains; the totals count every one
 MAX_CHAIN_ROWS = 1000
@@ -41,14 +43,14 @@ def totals_text(state: State) -> str:
             f"${totals.saved_usd:.4f}")
 
 
-class ChainsScreen(Screen[None]):
+class ChainsScreen(BuiltView, Screen[None]):
     AUTO_FOCUS = "DataTable"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]
 
     def __init__(self, source: LocalSource) -> None:
         super().__init__()
-        self.source = source
+        self.source = source  # read under its lock: the watcher thread writes the State
 
     def compose(self) -> ComposeResult:
         yield Static("", id="chains-totals", classes="screen-title", markup=False)
@@ -63,17 +65,14 @@ class ChainsScreen(Screen[None]):
             table.add_column(label, key=key)
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
-        table = self.query_one(DataTable)
+    def build_view(self) -> tuple[list[Row], str]:
+        """In a worker thread: the rows, newest first, and the totals line."""
         with self.source.lock:
             rows = chain_rows(self.source.state)
             totals = totals_text(self.source.state)
+        return [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row]) for row in rows], totals
+
+    def show_view(self, view: tuple[list[Row], str]) -> None:
+        rows, totals = view
         self.query_one("#chains-totals", Static).update(totals)
-        known = {str(k.value) for k in table.rows}
-        for row in rows:
-            if row[0] in known:
-                for column, value in zip(("task", "role", "ladder", "outcome", "cost", "saved",
-                                          "why"), row[1:], strict=True):
-                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
-            else:
-                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])
+        sync_rows(self.query_one(DataTable), rows)

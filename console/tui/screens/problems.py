@@ -9,6 +9,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.model import Problem
 from console.sdd.sanitize import data_text
+from console.tui.widgets.keyed_rows import sync_rows
 
 
 class ProblemsScreen(Screen[None]):
@@ -31,7 +32,7 @@ class ProblemsScreen(Screen[None]):
         table.add_column("File", key="file")
         table.add_column("Line", key="line")
         table.add_column("Reason", key="reason")
-        for index, problem in enumerate(self.problems):
-            table.add_row(data_text(problem.file), data_text("" if problem.line is None
-                                                             else problem.line),
-                          data_text(problem.reason, limit=2000), key=str(index))
+        sync_rows(table, [(str(index), [data_text(problem.file),
+                                        data_text("" if problem.line is None else problem.line),
+                                        data_text(problem.reason, limit=2000)])
+                          for index, problem in enumerate(self.problems)])

@@ -18,6 +18,8 @@ from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import State
 from console.tui.messages import OperatorRequest
+from console.tui.screens.built_view import BuiltView
+from console.tui.widgets.keyed_rows import Row, sync_rows
 
 
 def proposal_rows(state: State) -> list[tuple[str, ...]]:
@@ -93,7 +95,7 @@ class ReasonScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class ProposalsScreen(Screen[None]):
+class ProposalsScreen(BuiltView, Screen[None]):
     AUTO_FOCUS = "#proposals-table"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
@@ -120,32 +122,36 @@ class ProposalsScreen(Screen[None]):
             table.add_column(label, key=key)
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
-        table = self.query_one(DataTable)
+    def build_view(self) -> tuple[list[Row], str | None, Group]:
+        """In a worker thread: the rows, which proposal is selected, and its detail (a
+        diff made into a Syntax)."""
+        selected = self.selected
         with self.source.lock:
             rows = proposal_rows(self.source.state)
-            detail = proposal_detail(self.source.state, self.selected or (
-                rows[0][0] if rows else ""))
-        known = {str(k.value) for k in table.rows}
-        for row in rows:
-            if row[0] in known:
-                for column, value in zip(("state", "risk", "confidence", "title", "last"),
-                                         row[1:], strict=True):
-                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
-            else:
-                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])
-        if self.selected is None and rows:
-            self.selected = rows[0][0]
-        elif self.selected is not None and self.selected in table.rows:
-            table.move_cursor(row=table.get_row_index(self.selected))
-        self.query_one("#proposal-body", Static).update(detail)
+            if selected is None and rows:
+                selected = rows[0][0]
+            detail = proposal_detail(self.source.state, selected or "")
+        cells = [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row]) for row in rows]
+        return cells, selected, detail
+
+    def show_view(self, view: tuple[list[Row], str | None, Group]) -> None:
+        rows, selected, detail = view
+        table = self.query_one(DataTable)
+        sync_rows(table, rows)
+        if self.selected is None:
+            self.selected = selected
+        if self.selected is not None and self.selected in table.rows:
+            index = table.get_row_index(self.selected)
+            if index != table.cursor_row:
+                table.move_cursor(row=index)
+        if selected == self.selected:  # else a newer build, for the new one, is coming
+            self.query_one("#proposal-body", Static).update(detail)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value is not None:
-            self.selected = str(event.row_key.value)
-            with self.source.lock:
-                detail = proposal_detail(self.source.state, self.selected)
-            self.query_one("#proposal-body", Static).update(detail)
+        key = event.row_key.value
+        if key is not None and key != self.selected:
+            self.selected = str(key)
+            self.refresh_rows()
 
     def _allowed(self, verb: str) -> str | None:
         if self.read_only:

@@ -19,6 +19,7 @@ from console.sdd.project_config import ConfigError, load_config
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
+from console.tui.screens.built_view import BuiltView
 
 
 def _seconds(value: float | None) -> str:
@@ -61,7 +62,7 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
     return Group(*parts)
 
 
-class QualityScreen(Screen[None]):
+class QualityScreen(BuiltView, Screen[None]):
     AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
@@ -98,7 +99,12 @@ class QualityScreen(Screen[None]):
         self.budget = budget
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
+    def build_view(self) -> RenderableType:
+        """In a worker thread: every figure is recomputed from the State (with 10,000
+        tasks and their gate runs, far too slow for the event loop on each batch)."""
         with self.source.lock:
             quality = quality_of(self.source.state)
-        self.query_one("#quality", Static).update(quality_view(quality, self.budget))
+        return quality_view(quality, self.budget)
+
+    def show_view(self, view: RenderableType) -> None:
+        self.query_one("#quality", Static).update(view)
