@@ -28,8 +28,17 @@ else:
     _Screen = _App = object
 
 
+def as_typed(root: Path) -> Path:
+    """The project as the operator would type it where the console was started: relative
+    to the working directory when inside it (`.` for itself), else absolute."""
+    try:
+        return root.relative_to(Path.cwd())
+    except (ValueError, OSError):  # elsewhere, or the working directory is gone
+        return root
+
+
 def empty_text(root: Path, exists: bool) -> str:
-    where = display_text(root)  # a directory's name is data too
+    where = display_text(as_typed(root))  # a directory's name is data too
     if exists:
         return (
             f"No tasks yet in {where}/.sdd\n\n"
@@ -54,11 +63,14 @@ class FilterActions(_Screen):
     selected: str | None
     source: Any
     filter_text: str
+    filter_error = ""  # why the text in the filter box means nothing (kept until fixed)
 
     # -- filter and sort -----------------------------------------------------------
 
-    def show_view_line(self, error: str | None = None) -> None:
-        """The line over the table: the filter, how many tasks it shows, the sort."""
+    def show_view_line(self) -> None:
+        """The line over the table: the filter, how many tasks it shows, the sort; or
+        what is wrong with the filter being typed (a later redraw keeps saying it)."""
+        error = self.filter_error
         table = self.query_one(TaskTable)
         sort = "task log order"
         if table.sort_key is not None:
@@ -92,9 +104,11 @@ class FilterActions(_Screen):
         try:
             predicate = parse_filter(text)
         except FilterError as exc:
-            self.show_view_line(str(exc))
+            self.filter_error = str(exc)
+            self.show_view_line()
             return False
         self.filter_text = text.strip()
+        self.filter_error = ""
         table.set_view(predicate, table.sort_key, table.reverse)
         self.show_view_line()
         return True
