@@ -26,6 +26,7 @@ from console.remote.client import ServerClient, ServerError
 from console.remote.sse import EventStream, SseEvent
 from console.sdd.state import Delta, State
 from console.sdd.task_codec import SIGNAL_TYPES
+from console.sdd.task_live import TaskLive, from_detail
 
 #: gate reports are fetched for tasks in these states (a report exists once gates ran)
 GATED_STATES = frozenset({"done", "closed", "failed", "blocked", "pending_approval"})
@@ -240,6 +241,14 @@ class RemoteSource:
             if any(t.status in GATED_STATES for t in delta.upserts.values()):
                 delta.merge(self._sync_gate(task_id))
             return delta
+
+    def task_live(self, task_id: str) -> TaskLive:
+        """Progress, agent status and log tail from `GET /dashboard/tasks/{id}` (a
+        thread's job); a refusal is the problem line, never an exception."""
+        try:
+            return from_detail(self.client.task_detail(task_id))
+        except (ServerError, ValueError) as exc:
+            return TaskLive(problem=str(exc))
 
     def counts_agree(self) -> bool:
         """`GET /tasks/counts` against the state's counts (a cheap drift check)."""

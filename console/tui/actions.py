@@ -74,7 +74,8 @@ class OperatorActions(_App):
         error = event.worker.error
         text = str(error).strip().splitlines()[0] if str(error).strip() else \
             type(error).__name__
-        self.notify(display_text(f"{event.worker.name}: {text}", limit=FAILURE_LIMIT),
+        what = event.worker.name or event.worker.group
+        self.notify(display_text(f"{what}: {text}", limit=FAILURE_LIMIT),
                     severity="error", markup=False, timeout=8)
 
     def action_pause(self) -> None:

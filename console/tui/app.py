@@ -22,10 +22,11 @@ from textual.notifications import SeverityLevel
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
-from console.sdd.fileio import read_log_tail
+from console.model import TaskState
 from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
+from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
 from console.tui.keys import APP_BINDINGS
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
     from console.engine.engine import Engine
 
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
+#: the selected task's progress, heartbeat and log are read again this often (seconds)
+#: while its agent works
+LIVE_EVERY_S = 2
+FOLLOWED = frozenset({TaskState.CLAIMED, TaskState.IN_PROGRESS})
 NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
@@ -119,6 +124,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
     def on_main_screen_ready(self) -> None:
         """The main screen is up: the source's rows have somewhere to go."""
         self.set_timer(FIRST_PAINT_FALLBACK_S, self._after_first_paint)  # if nothing comes
+        self.set_interval(LIVE_EVERY_S, self._follow_live)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
@@ -240,30 +246,42 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         self.source.shown.set()
         await self.main.add_footer()
 
-    # -- the selected task's log -------------------------------------------------------
+    # -- the selected task's progress, heartbeat and log --------------------------------
 
     @_while_up
     def on_main_screen_selected(self, message: MainScreen.Selected) -> None:
-        self._refresh_log()
+        self._refresh_live()
 
     @_while_up
-    def _refresh_log(self) -> None:
-        if self.selected is None or not self.local:  # a server does not serve agent logs
+    def _follow_live(self) -> None:
+        """Every LIVE_EVERY_S: the selected task's live figures again, while its agent
+        works."""
+        if self.selected is None:
             return
         with self.source.lock:
             task = self.source.state.tasks.get(self.selected)
-        log = task.metadata.get("log") if task else None
-        if log:
-            self.run_worker(lambda: self._read_log(self.source.paths.root, str(log)),
-                            thread=True, group="log", exclusive=True, exit_on_error=False)
-
-    def _read_log(self, root: Path, log: str) -> None:
-        text = read_log_tail(root, log)
-        self.call_from_thread(self._show_log_text, text)
+        if task is not None and task.state in FOLLOWED:  # its agent is at work
+            self._refresh_live()
 
     @_while_up
-    def _show_log_text(self, text: str) -> None:
-        self.main.show_log(text)
+    def _refresh_live(self) -> None:
+        """The selected task's progress, last heartbeat and agent log, read by a thread
+        worker (files for a local project, `GET /dashboard/tasks/{id}` for a server)."""
+        task_id = self.selected
+        if task_id is None:
+            return
+        self.run_worker(lambda: self._read_live(task_id), thread=True, group="live",
+                        name="reading the task's log", exclusive=True, exit_on_error=False)
+
+    def _read_live(self, task_id: str) -> None:
+        live = self.source.task_live(task_id)
+        self.call_from_thread(self._show_live, task_id, live)
+
+    @_while_up
+    def _show_live(self, task_id: str, live: TaskLive) -> None:
+        if task_id != self.selected:
+            return  # the operator moved on while it was read
+        self.main.show_live(task_id, live)
 
     @_while_up
     def on_engine_alert(self, message: EngineAlert) -> None:

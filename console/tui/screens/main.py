@@ -27,6 +27,7 @@ from console.tui.widgets.task_table import TaskTable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from console.sdd.task_live import TaskLive
     from console.tui.messages import StateChanged
 
 #: sections whose records the detail tabs show
@@ -155,5 +156,7 @@ class MainScreen(FilterActions, TaskActions, Screen[None]):
             self.query_one(TaskDetail).show(self.source.state, task_id)
         self.post_message(self.Selected(task_id))
 
-    def show_log(self, text: str) -> None:
-        self.query_one(TaskDetail).show_log(text)
+    def show_live(self, task_id: str, live: TaskLive) -> None:
+        """The task's progress, last heartbeat and agent log, read by the app's worker."""
+        with self.source.lock:
+            self.query_one(TaskDetail).show_live(self.source.state, task_id, live)
