@@ -53,7 +53,7 @@ SHOTS: dict[str, tuple[tuple[str, ...], str]] = {
     "main-reflections": (("down", "tab", "right", "right", "right"), "MainScreen"),
     "proposals": (("P",), "ProposalsScreen"),
     "chains": (("C",), "ChainsScreen"),
-    "quality": (("Q",), "QualityScreen"),
+    "quality": (("M",), "QualityScreen"),
     "help": (("question_mark",), "HelpScreen"),
 }
 

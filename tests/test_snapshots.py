@@ -50,7 +50,7 @@ class TestModals:
         assert _shot(snap_compare, tmp_path, ("down",) * 3 + ("x",), "ConfirmScreen")
 
     def test_reject_asks_for_a_reason(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
-        assert _shot(snap_compare, tmp_path, ("P", "j"), "ReasonScreen")
+        assert _shot(snap_compare, tmp_path, ("P", "d"), "ReasonScreen")
 
 
 class TestFilter:

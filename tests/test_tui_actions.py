@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 from textual.message import Message
+from textual.pilot import Pilot
 
 from console.engine.control import local_control
 from console.tui.app import ConsoleApp
@@ -36,7 +37,7 @@ class Seen(Notes):
             self.done.append(message)
 
 
-async def retry_the_failed_task(pilot, app: ConsoleApp) -> TaskTable:  # type: ignore[no-untyped-def]
+async def retry_the_failed_task(pilot: Pilot[int], app: ConsoleApp) -> TaskTable:
     """Once task f1 is listed and selected, press r."""
     table = app.query_one(TaskTable)
     await wait_for(pilot, lambda: table.task_ids == ["f1"])

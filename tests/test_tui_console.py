@@ -89,7 +89,7 @@ async def test_screens_palette_and_copy(project: Path) -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, ChainsScreen))
         totals = plain(app.screen.query_one("#chains-totals"))
         assert "1 chains" in totals and "1 escalated (100%)" in totals
-        await pilot.press("escape", "Q")
+        await pilot.press("escape", "M")
         await wait_for(pilot, lambda: isinstance(app.screen, QualityScreen))
         body = plain(app.screen.query_one("#quality"))
         assert "Task success: 50% (1 of 2 finished)" in body
@@ -126,7 +126,7 @@ async def test_every_binding_names_an_action_that_exists(project: Path) -> None:
                 assert hasattr(owner, f"action_{name.removeprefix('app.')}"), binding
     # a task key is the main screen's (it acts on its table), a screen key the app's
     assert {b.key for b in MAIN_BINDINGS} >= {"r", "e", "x", "slash"}
-    assert {b.key for b in APP_BINDINGS} >= {"z", "P", "C", "Q"}
+    assert {b.key for b in APP_BINDINGS} >= {"z", "P", "C", "M"}
 
 
 async def test_the_theme_is_remembered_between_runs(project: Path) -> None:
@@ -214,7 +214,7 @@ async def test_every_screen_opens_with_the_keyboard_on_its_content(tmp_path: Pat
     app = ConsoleApp(root, engine=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.loaded)
-        for key, screen in (("C", ChainsScreen), ("Q", QualityScreen),
+        for key, screen in (("C", ChainsScreen), ("M", QualityScreen),
                             ("question_mark", HelpScreen)):
             await pilot.press(key)
             await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))

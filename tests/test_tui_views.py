@@ -8,14 +8,17 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
+from console.sdd.state import State
 from console.tui.app import ConsoleApp
+from console.tui.quality import Quality
 from console.tui.screens.chains import ChainsScreen
 from console.tui.screens.quality import QualityScreen
-from console.tui.widgets.keyed_rows import sync_rows
+from console.tui.widgets.list_table import sync_rows
 from tests.conftest import append, task_record
 from tests.test_tui import plain, wait_for
 
@@ -29,7 +32,7 @@ def _rows(*keys: str, changed: str = "") -> list[tuple[str, list[Text]]]:
     return [(key, [Text(key), Text("new" if key == changed else "old")]) for key in keys]
 
 
-def _shown(table: DataTable) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+def _shown(table: DataTable[Text]) -> list[tuple[str, str]]:
     return [(str(row.key.value), str(table.get_row(row.key)[1])) for row in table.ordered_rows]
 
 
@@ -80,13 +83,14 @@ async def test_the_chains_screen_follows_new_and_removed_chains(project: Path) -
         assert "1 chains" in plain(app.screen.query_one("#chains-totals"))
 
 
-async def test_quality_is_computed_in_a_worker_thread(project: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_quality_is_computed_in_a_worker_thread(project: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import console.tui.screens.quality as quality_screen
 
     threads: list[str] = []
     real = quality_screen.quality_of
 
-    def watched(state):  # type: ignore[no-untyped-def]  # the real computation, watched
+    def watched(state: State) -> Quality:  # the real computation, watched
         threads.append(threading.current_thread().name)
         return real(state)
 
@@ -96,7 +100,7 @@ async def test_quality_is_computed_in_a_worker_thread(project: Path, monkeypatch
     app = ConsoleApp(project)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.loaded)
-        await pilot.press("Q")
+        await pilot.press("M")
         await wait_for(pilot, lambda: isinstance(app.screen, QualityScreen))
         await wait_for(pilot, lambda: "1 of 2 finished" in plain(app.screen.query_one("#quality")))
         append(tasks, task_record("d2", "done"))  # a new batch: computed again, off the loop

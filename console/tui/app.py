@@ -30,7 +30,14 @@ from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
 from console.tui.keys import APP_BINDINGS
-from console.tui.messages import EngineAlert, EngineStatus, Noted, SourceError, StateChanged
+from console.tui.messages import (
+    EngineAlert,
+    EngineStatus,
+    Noted,
+    ShowTask,
+    SourceError,
+    StateChanged,
+)
 from console.tui.screens.main import MainScreen
 from console.tui.styles import stylesheet
 from console.tui.trace import Trace
@@ -245,6 +252,16 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         self._first_painted = True
         self.source.shown.set()
         await self.main.add_footer()
+
+    def on_show_task(self, message: ShowTask) -> None:
+        """Back to the main screen, on the task (a filter hiding it is cleared)."""
+        while self.screen is not self.main and len(self.screen_stack) > 1:
+            self.pop_screen()
+        if message.task_id in self.main.table.rows:
+            self.main.go_to_task(message.task_id)
+        else:
+            self.notify(f"task {message.task_id} is not in the task table (archived?)",
+                        severity="warning", markup=False)
 
     # -- the selected task's progress, heartbeat and log --------------------------------
 

@@ -84,3 +84,12 @@ class Noted(Message):
         super().__init__()
         self.text = text
         self.severity = severity
+
+
+class ShowTask(Message):
+    """A screen asks for a task on the main screen (Enter on a chain): the app goes back
+    to it and selects the task."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__()
+        self.task_id = task_id

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Static, Tabs
 
 from console.tui.keys import MAIN_BINDINGS
 from console.tui.styles import stylesheet
@@ -62,6 +62,7 @@ class MainScreen(FilterActions, TaskActions, Screen[None]):
         self.selected: str | None = None
         self.filter_text = ""
         self.footed = False
+        self.opened = False  # the selected task opened: its tabs at full height
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.where, id="status")
@@ -93,7 +94,7 @@ class MainScreen(FilterActions, TaskActions, Screen[None]):
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text)
         empty.display = not show_table
-        if show_table and not table.display:
+        if show_table and not table.display and not self.opened:
             for widget in ("#view-line", "#tasks"):
                 self.query_one(widget).display = True
             # the detail pane (tabs, five panes) is laid out after the rows are on screen
@@ -142,7 +143,41 @@ class MainScreen(FilterActions, TaskActions, Screen[None]):
 
     def show_sla(self) -> None:
         table = self.query_one(TaskTable)
-        self.query_one(SlaStrip).show((table.rows[i] for i in table.deadlined), self.clock())
+        strip = self.query_one(SlaStrip)
+        strip.show((table.rows[i] for i in table.deadlined), self.clock())
+        if self.opened:
+            strip.display = False
+
+    # -- a task opened: its tabs at full height ---------------------------------------
+
+    def action_open_task(self) -> None:
+        """Enter: the selected task's tabs take the whole body (enter or escape: back)."""
+        if self.opened:
+            self._close_task()
+            return
+        detail = self.query_one(TaskDetail)
+        if self.selected is None or not detail.active:
+            self.notify("select a task first", severity="warning")
+            return
+        self.opened = True
+        for widget in ("#view-line", "#tasks", "#sla-strip"):
+            self.query_one(widget).display = False
+        detail.query_one(Tabs).focus()
+
+    def _close_task(self) -> None:
+        self.opened = False
+        table = self.query_one(TaskTable)
+        for widget in ("#view-line", "#tasks"):
+            self.query_one(widget).display = bool(table.rows)
+        self.show_sla()
+        table.focus()
+
+    def action_back(self) -> None:
+        """Escape: out of an opened task, else the filter cleared."""
+        if self.opened:
+            self._close_task()
+        else:
+            self.action_clear_filter()
 
     def on_task_table_highlighted(self, event: TaskTable.Highlighted) -> None:
         self.select(event.task_id)

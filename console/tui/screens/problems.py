@@ -9,7 +9,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.model import Problem
 from console.sdd.sanitize import data_text
-from console.tui.widgets.keyed_rows import sync_rows
+from console.tui.widgets.list_table import ListTable, sync_rows
 
 
 class ProblemsScreen(Screen[None]):
@@ -24,7 +24,7 @@ class ProblemsScreen(Screen[None]):
         count = len(self.problems)
         yield Static(f"{count} record{'s' if count != 1 else ''} could not be read; "
                      "everything else is shown", id="problems-title", markup=False)
-        yield DataTable(id="problems-table", cursor_type="row")
+        yield ListTable(id="problems-table", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:

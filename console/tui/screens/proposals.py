@@ -19,7 +19,7 @@ from console.sdd.source import LocalSource
 from console.sdd.state import State
 from console.tui.messages import OperatorRequest
 from console.tui.screens.built_view import BuiltView
-from console.tui.widgets.keyed_rows import Row, sync_rows
+from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 
 def proposal_rows(state: State) -> list[tuple[str, ...]]:
@@ -98,8 +98,8 @@ class ReasonScreen(ModalScreen[str | None]):
 class ProposalsScreen(BuiltView, Screen[None]):
     AUTO_FOCUS = "#proposals-table"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
-                Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
+    BINDINGS = [Binding("escape,q,P", "back", "Back"),
+                Binding("a", "approve", "Approve"), Binding("d", "reject", "Decline")]
 
     def __init__(self, source: LocalSource, read_only: bool, selected: str | None = None) -> None:
         super().__init__()
@@ -108,9 +108,10 @@ class ProposalsScreen(BuiltView, Screen[None]):
         self.selected: str | None = selected
 
     def compose(self) -> ComposeResult:
-        yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · j: reject",
+        yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · d: decline "
+                     "(reject, with a reason) · enter: the diff",
                      classes="screen-title", markup=False)
-        yield DataTable(id="proposals-table", cursor_type="row")
+        yield ListTable(id="proposals-table", cursor_type="row")
         with VerticalScroll(id="proposal-detail"):
             yield Static(id="proposal-body")
         yield Footer()
@@ -152,6 +153,17 @@ class ProposalsScreen(BuiltView, Screen[None]):
         if key is not None and key != self.selected:
             self.selected = str(key)
             self.refresh_rows()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a proposal: into its diff (↑ ↓ PgUp PgDn scroll it, escape: back)."""
+        self.query_one("#proposal-detail", VerticalScroll).focus()
+
+    def action_back(self) -> None:
+        detail = self.query_one("#proposal-detail", VerticalScroll)
+        if detail.has_focus:
+            self.query_one(DataTable).focus()
+        else:
+            self.app.pop_screen()
 
     def _allowed(self, verb: str) -> str | None:
         if self.read_only:

@@ -18,6 +18,7 @@ from textual.widgets import Footer, Static
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source import LocalSource
+from console.tui.keys import QUALITY_KEY
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
 from console.tui.screens.built_view import BuiltView
 
@@ -66,7 +67,7 @@ class QualityScreen(BuiltView, Screen[None]):
     AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
-    BINDINGS = [Binding("escape,q,Q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding(f"escape,q,{QUALITY_KEY}", "app.pop_screen", "Back")]
 
     def __init__(self, source: LocalSource, clock: Callable[[], float]) -> None:
         super().__init__()

@@ -42,12 +42,12 @@ class TaskTable(ScrollView, can_focus=True):
         "task-table--risk",
     }
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        Binding("home,g", "edge(0)", "First", show=False),
+        Binding("end,G", "edge(1)", "Last", show=False),
         Binding("s", "sort_next", "Sort", show=False),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
     ]

@@ -1,4 +1,6 @@
-"""Keyed sync of a DataTable (the way Dolphie's process list does it): the table is
+"""The console's DataTables: `ListTable` moves like every list of the console (j k and
+g G as well as the arrows, Home and End; Enter selects the row), and `sync_rows` is the
+keyed sync of its rows (the way Dolphie's process list does it): the table is
 made to show exactly the given rows, in their order, by removing the rows that left,
 updating only the cells that changed and adding the new rows — all in one
 `batch_update()`, with the cursor kept on its row. Nothing is cleared and refilled, so
@@ -13,11 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import RenderableType
+from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 #: a row: its key, then one cell per column (in the table's column order)
 Row = tuple[str, Sequence[RenderableType]]
+
+
+class ListTable(DataTable[RenderableType]):
+    BINDINGS = [Binding("j", "cursor_down", "Down", show=False),
+                Binding("k", "cursor_up", "Up", show=False),
+                Binding("g", "scroll_top", "First", show=False),
+                Binding("G", "scroll_bottom", "Last", show=False)]
 
 
 def sync_rows(table: DataTable[RenderableType], rows: Sequence[Row]) -> None:
