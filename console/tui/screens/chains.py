@@ -16,6 +16,7 @@ from console.sdd.state import State
 from console.tui.messages import ShowTask
 from console.tui.quality import chain_totals
 from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
 from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 #: the table keeps the most recent chains; the totals count every one
@@ -44,7 +45,7 @@ def totals_text(state: State) -> str:
             f"${totals.saved_usd:.4f}")
 
 
-class ChainsScreen(BuiltView, Screen[None]):
+class ChainsScreen(FitsNarrow, BuiltView, Screen[None]):
     AUTO_FOCUS = "DataTable"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]  # enter: the task

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, Tabs
 
 from console.tui.keys import MAIN_BINDINGS
+from console.tui.screens.narrow import FitsNarrow
 from console.tui.styles import stylesheet
 from console.tui.task_actions import TaskActions
 from console.tui.views import FilterActions
@@ -36,7 +37,7 @@ DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
 TABLE_WIDGETS = ("#view-line", "#tasks", "#sla-strip", "#detail")
 
 
-class MainScreen(FilterActions, TaskActions, Screen[None]):
+class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
     CSS_PATH = stylesheet("main")
     BINDINGS = MAIN_BINDINGS
     AUTO_FOCUS = "TaskTable"  # never the hidden filter box
@@ -121,6 +122,7 @@ class MainScreen(FilterActions, TaskActions, Screen[None]):
             return
         self.footed = True
         await self.mount(Footer())
+        self.fit_width()
         self.refresh_bindings()  # a footer mounted late fills in on the next change only
 
     @property

@@ -9,10 +9,11 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.model import Problem
 from console.sdd.sanitize import data_text
+from console.tui.screens.narrow import FitsNarrow
 from console.tui.widgets.list_table import ListTable, sync_rows
 
 
-class ProblemsScreen(Screen[None]):
+class ProblemsScreen(FitsNarrow, Screen[None]):
     AUTO_FOCUS = "DataTable"  # its content, from the first key
     BINDINGS = [Binding("escape,p,q", "app.pop_screen", "Back")]
 

@@ -19,6 +19,7 @@ from console.sdd.source import LocalSource
 from console.sdd.state import State
 from console.tui.messages import OperatorRequest
 from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
 from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 
@@ -95,7 +96,7 @@ class ReasonScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class ProposalsScreen(BuiltView, Screen[None]):
+class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
     AUTO_FOCUS = "#proposals-table"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
     BINDINGS = [Binding("escape,q,P", "back", "Back"),

@@ -21,6 +21,7 @@ from console.sdd.source import LocalSource
 from console.tui.keys import QUALITY_KEY
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
 from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
 
 
 def _seconds(value: float | None) -> str:
@@ -63,7 +64,7 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
     return Group(*parts)
 
 
-class QualityScreen(BuiltView, Screen[None]):
+class QualityScreen(FitsNarrow, BuiltView, Screen[None]):
     AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
