@@ -9,7 +9,6 @@ notifications.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from console.tui.messages import (
     SourceError,
     StateChanged,
 )
+from console.tui.screens.built_view import BuiltView
 from console.tui.screens.main import MainScreen
 from console.tui.styles import stylesheet
 from console.tui.trace import Trace
@@ -238,11 +238,10 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
                         markup=False)
         if any(a.severity == "error" for a in message.alerts) and self.bell_on:
             self.bell()
-        # screens are imported when first opened: a screen that shows State says which
-        # sections it follows
-        if message.sections & getattr(self.screen, "SECTIONS", frozenset()):
-            with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
-                self.screen.refresh_rows()
+        # a screen that shows State says which sections it follows
+        screen = self.screen
+        if isinstance(screen, BuiltView) and message.sections & screen.SECTIONS:
+            screen.refresh_rows()  # built in a worker, shown when the screen is up
 
     async def _after_first_paint(self) -> None:
         """Once the first rows (or the empty screen) are on screen: a long load may go

@@ -9,7 +9,7 @@ destructive has a shifted twin that opens a view (so Quality is M, not Q next to
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from console.tui.task_rows import QUICK_FILTERS
 
@@ -67,10 +67,10 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
 #: the groups bound on the main screen; the others are the app's
 SCREEN_GROUPS = frozenset({"Tasks", "View"})
 
-MAIN_BINDINGS = [Binding(key, action, label, show=shown)
-                 for group, key, action, label, _description, shown in MAIN_KEYS
+MAIN_BINDINGS: list[BindingType] = [Binding(key, action, label, show=shown)
+                                   for group, key, action, label, _description, shown in MAIN_KEYS
                  if group in SCREEN_GROUPS]
-APP_BINDINGS = [Binding(key, action, label, show=shown)
+APP_BINDINGS: list[BindingType] = [Binding(key, action, label, show=shown)
                 for group, key, action, label, _description, shown in MAIN_KEYS
                 if group not in SCREEN_GROUPS]
 

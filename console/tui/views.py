@@ -88,7 +88,7 @@ class FilterActions(_Screen):
 
     async def action_filter(self) -> None:
         try:
-            box = self.query_one("#filter")
+            box = self.query_one("#filter", Input)
         except NoMatches:  # made on first use: nothing to build at start-up
             box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
                                     "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",

@@ -10,7 +10,7 @@ A mixin of a Screen that has a `source` (read under its lock) and defines
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.message import Message
@@ -25,6 +25,8 @@ else:
 
 
 class BuiltView(_Screen):
+    #: the State's sections whose changes this view follows (the app asks for a refresh)
+    SECTIONS: ClassVar[frozenset[str]] = frozenset()
     _building = False
     _stale = False
 

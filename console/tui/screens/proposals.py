@@ -25,7 +25,7 @@ from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 def proposal_rows(state: State) -> list[tuple[str, ...]]:
     pending = set(state.pending_proposals())
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for pid in sorted(set(state.proposals) | set(state.decisions)):
         proposal = state.proposals.get(pid)
         last = state.decisions[pid][-1] if state.decisions.get(pid) else None
@@ -133,7 +133,8 @@ class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
             if selected is None and rows:
                 selected = rows[0][0]
             detail = proposal_detail(self.source.state, selected or "")
-        cells = [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row]) for row in rows]
+        cells: list[Row] = [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row])
+                            for row in rows]
         return cells, selected, detail
 
     def show_view(self, view: tuple[list[Row], str | None, Group]) -> None:

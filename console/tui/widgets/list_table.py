@@ -37,8 +37,8 @@ def sync_rows(table: DataTable[RenderableType], rows: Sequence[Row]) -> None:
     cursor = _cursor_key(table)
     columns = [column.key for column in table.ordered_columns]
     with table.app.batch_update():
-        for key in [row_key.value for row_key in table.rows if row_key.value not in wanted]:
-            table.remove_row(key)
+        for row_key in [key for key in table.rows if key.value not in wanted]:
+            table.remove_row(row_key)
         for key, cells in rows:
             if key not in table.rows:
                 table.add_row(*cells, key=key)

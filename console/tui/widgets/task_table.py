@@ -194,7 +194,7 @@ class TaskTable(ScrollView, can_focus=True):
         self.virtual_size = Size(self._layout.total, len(self.view) + 1)
 
     @property
-    def layout(self) -> Layout:
+    def fitted(self) -> Layout:
         """The columns shown at the table's width (narrower: fewer, or as glyphs)."""
         self._resized()
         assert self._layout is not None
@@ -278,7 +278,7 @@ class TaskTable(ScrollView, can_focus=True):
     # -- drawing ---------------------------------------------------------------
 
     def _column_at(self, x: int) -> str | None:
-        layout = self.layout
+        layout = self.fitted
         left = -int(self.scroll_x)
         for index, width in zip(layout.columns, layout.widths, strict=True):
             if left <= x < left + width + 1:
@@ -290,7 +290,7 @@ class TaskTable(ScrollView, can_focus=True):
               header: bool = False) -> Strip:
         """One line: the layout's columns, compact ones as their glyph, each cut with `…`
         to its width; the part the horizontal scroll shows."""
-        layout = self.layout
+        layout = self.fitted
         segments: list[Segment] = []
         for index, size in zip(layout.columns, layout.widths, strict=True):
             text = texts[index]
@@ -306,7 +306,7 @@ class TaskTable(ScrollView, can_focus=True):
         width = self.line_width
         if y == 0:
             style = self.get_component_rich_style("task-table--header")
-            compact = self.layout.compact
+            compact = self.fitted.compact
             labels = [(COMPACT_LABELS[c.key] if c.key in compact else c.label)
                       + (("▼" if self.reverse else "▲") if c.key == self.sort_key else "")
                       for c in COLUMNS]
