@@ -69,6 +69,20 @@ async def test_task_keys_act_only_on_the_main_screen(project: Path) -> None:
         assert app.main.query_one_optional("#filter") is None  # / never opened the filter
 
 
+async def test_an_empty_project_offers_no_task_keys_until_a_task_comes(project: Path) -> None:
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: "No tasks yet" in str(app.query_one("#empty").render()))
+        assert not _keys(app.screen) & TASK_KEYS and {"P", "question_mark", "q"} <= _keys(
+            app.screen)
+        await pilot.press("r", "slash")  # refused quietly: nothing to act on
+        assert app.main.query_one_optional("#filter") is None
+        append(project / ".sdd" / "runtime" / "tasks.jsonl", task_record("n1", "failed"))
+        await wait_for(pilot, lambda: _keys(app.screen) >= TASK_KEYS)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: app.query_one(TaskTable).rows["n1"].status == "open")
+
+
 async def test_j_k_g_G_and_enter_in_the_task_table(project: Path) -> None:
     _project(project)
     app = ConsoleApp(project)

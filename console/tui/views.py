@@ -79,7 +79,9 @@ class FilterActions(_Screen):
         shown = (f"{table.row_count} of {len(table.rows)} tasks" if table.predicate
                  else f"all {len(table.rows)} tasks")
         what = f"filter: {self.filter_text}  ·  " if self.filter_text else ""
-        text = f"{what}{shown}  ·  sort: {sort}   (/ filter · 0-8 quick filters · s sort)"
+        keys = "(/ 0-8 s)" if self.has_class("-narrow") else \
+            "(/ filter · 0-8 quick filters · s sort)"
+        text = f"{what}{shown}  ·  sort: {sort}   {keys}"
         if error:
             text = f"✗ {error}  ·  {shown}"
         line = self.query_one("#view-line", Lines)

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, Tabs
 
-from console.tui.keys import MAIN_BINDINGS
+from console.tui.keys import MAIN_BINDINGS, MAIN_KEYS, SCREEN_GROUPS
 from console.tui.screens.narrow import FitsNarrow
 from console.tui.styles import stylesheet
 from console.tui.task_actions import TaskActions
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 #: sections whose records the detail tabs show
 DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
+#: the main screen's own actions: they need a table to act on
+TABLE_ACTIONS = frozenset(action.split("(")[0] for group, _key, action, *_ in MAIN_KEYS
+                          if group in SCREEN_GROUPS and not action.startswith("app."))
 #: widgets shown only once there are rows
 TABLE_WIDGETS = ("#view-line", "#tasks", "#sla-strip", "#detail")
 
@@ -64,6 +67,7 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         self.filter_text = ""
         self.footed = False
         self.opened = False  # the selected task opened: its tabs at full height
+        self.has_rows = False  # a table to act on (not the empty project's text)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.where, id="status")
@@ -95,6 +99,9 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         if not show_table and (message.loaded or not message.exists):
             empty.update(empty_text)
         empty.display = not show_table
+        if show_table != self.has_rows:
+            self.has_rows = show_table
+            self.refresh_bindings()  # the task keys come (or go) with the table
         if show_table and not table.display and not self.opened:
             for widget in ("#view-line", "#tasks"):
                 self.query_one(widget).display = True
@@ -109,6 +116,15 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         self.show_sla()
         self.show_view_line()
         return show_table or message.loaded or not message.exists
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The task and view keys only while there is a table for them to act on: the
+        footer of an empty project lists the screens, help and quit."""
+        return self.has_rows or action not in TABLE_ACTIONS
+
+    def fit_width(self) -> None:
+        super().fit_width()
+        self.show_view_line()  # its key hint is shorter when narrow
 
     def show_engine(self, line: str, notice: str = "") -> None:
         self.query_one(StatusBar).show(engine_line=line, notice=notice)
