@@ -242,6 +242,13 @@ class RemoteSource:
                 delta.merge(self._sync_gate(task_id))
             return delta
 
+    @property
+    def root(self) -> None:
+        return None  # a task server's project is on its host, not here
+
+    def health_line(self) -> str:
+        return self.health.line()
+
     def task_live(self, task_id: str) -> TaskLive:
         """Progress, agent status and log tail from `GET /dashboard/tasks/{id}` (a
         thread's job); a refusal is the problem line, never an exception."""

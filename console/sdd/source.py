@@ -59,6 +59,13 @@ class LocalSource:
     def exists(self) -> bool:
         return self.paths.sdd.is_dir()
 
+    @property
+    def root(self) -> Path:
+        return self.paths.root
+
+    def health_line(self) -> str | None:
+        return None  # no server: the engine line says who runs the project
+
     def task_live(self, task_id: str) -> TaskLive:
         """Progress, last heartbeat and agent log tail of a task (a thread's job)."""
         with self.lock:

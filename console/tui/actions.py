@@ -10,6 +10,7 @@ A mixin of ConsoleApp: it uses the app's source, engine, selection and notificat
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -32,6 +33,7 @@ FAILURE_LIMIT = 300
 class OperatorActions(_App):
     read_only: bool
     local: bool
+    project_root: Path
     source: Any
     engine: Any
     control_factory: Any
@@ -47,7 +49,7 @@ class OperatorActions(_App):
             return EngineControl(self.engine)
         from console.engine.control import local_control
 
-        return local_control(self.source.paths.root)
+        return local_control(self.project_root)
 
     def on_operator_request(self, request: OperatorRequest) -> None:
         if self.read_only:
@@ -105,7 +107,7 @@ class OperatorActions(_App):
             with self.source.lock:
                 task = self.source.state.tasks.get(selected)
             session = task.metadata.get("session") if task else None
-            worktree = self.source.paths.sdd / "worktrees" / str(session)
+            worktree = self.project_root / ".sdd" / "worktrees" / str(session)
             if not session or task is None or task.is_terminal:
                 self.notify(f"task {selected} has no worktree now (one exists only "
                             "while an attempt runs)", severity="warning")

@@ -24,6 +24,7 @@ from console.engine.lifecycle import on_stop_signals
 from console.model import TaskState
 from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import Delta
 from console.sdd.task_live import TaskLive
 from console.tui import settings
@@ -90,15 +91,16 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
                  demo: bool = False, clock: Callable[[], float] = time.time,
-                 label: str | None = None, source: LocalSource | None = None,
+                 label: str | None = None, source: Source | None = None,
                  control: Callable[[], object] | None = None) -> None:
         super().__init__()
         self.demo = demo
         self.label = label  # shown instead of the project's path
         self.clock = clock
-        # a task server's RemoteSource has the same surface, without local paths
-        self.source = source if source is not None else LocalSource(root)
-        self.local = source is None
+        # a local project's .sdd/, or what `--server` hands in (a task server's)
+        self.source: Source = source if source is not None else LocalSource(root)
+        self.local = self.source.root is not None  # trust, an engine and worktrees are here
+        self.project_root: Path = self.source.root or root  # used only where self.local
         self.control_factory = control
         self.read_only = read_only
         self.want_engine = engine and not read_only
@@ -157,7 +159,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         from console.sdd.project_config import ConfigError
 
         try:
-            engine = Engine(self.source.paths.root, trusted=self.demo,  # a demo we wrote
+            engine = Engine(self.project_root, trusted=self.demo,  # a demo we wrote
                             on_write_problem=lambda why: self.post_message(EngineAlert(why or "")))
             engine.start(create=False)
         except Untrusted as exc:  # watch-only until the operator trusts it (t)
@@ -214,10 +216,9 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
 
     @_while_up
     def on_state_changed(self, message: StateChanged) -> None:
-        empty = (empty_text(self.source.paths.root, message.exists) if self.local
+        empty = (empty_text(self.project_root, message.exists) if self.local
                  else f"No tasks on {display_text(self.source.describe())} yet.")
-        health = getattr(self.source, "health", None)
-        if self.main.apply(message, empty, health.line() if health else None):
+        if self.main.apply(message, empty, self.source.health_line()):
             self.call_after_refresh(self._after_first_paint)  # something to read is up
         if self.trace.on and message.rows:
             self.call_after_refresh(self.trace.mark, "rows",

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import State
 from console.tui.messages import ShowTask
 from console.tui.quality import chain_totals
@@ -50,7 +50,7 @@ class ChainsScreen(FitsNarrow, BuiltView, Screen[None]):
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]  # enter: the task
 
-    def __init__(self, source: LocalSource) -> None:
+    def __init__(self, source: Source) -> None:
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State
         self.task_of: dict[str, str] = {}  # chain id → its task id

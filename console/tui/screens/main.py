@@ -6,7 +6,7 @@ engine's news, and reads agent logs for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -28,6 +28,7 @@ from console.tui.widgets.task_table import TaskTable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from console.sdd.source_protocol import Source
     from console.sdd.task_live import TaskLive
     from console.tui.messages import StateChanged
 
@@ -55,7 +56,7 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
     class Ready(Message):
         """The screen's widgets are mounted: rows may come."""
 
-    def __init__(self, source: Any, where: str, *, read_only: bool,
+    def __init__(self, source: Source, where: str, *, read_only: bool,
                  clock: Callable[[], float], engine_line: str) -> None:
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State

@@ -15,7 +15,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import State
 from console.tui.messages import OperatorRequest
 from console.tui.screens.built_view import BuiltView
@@ -102,7 +102,7 @@ class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
     BINDINGS = [Binding("escape,q,P", "back", "Back"),
                 Binding("a", "approve", "Approve"), Binding("d", "reject", "Decline")]
 
-    def __init__(self, source: LocalSource, read_only: bool, selected: str | None = None) -> None:
+    def __init__(self, source: Source, read_only: bool, selected: str | None = None) -> None:
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State
         self.read_only = read_only

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Static
 
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.tui.keys import QUALITY_KEY
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
 from console.tui.screens.built_view import BuiltView
@@ -70,7 +70,7 @@ class QualityScreen(FitsNarrow, BuiltView, Screen[None]):
         {"gates", "chains", "metrics", "archive", "tasks"})
     BINDINGS = [Binding(f"escape,q,{QUALITY_KEY}", "app.pop_screen", "Back")]
 
-    def __init__(self, source: LocalSource, clock: Callable[[], float]) -> None:
+    def __init__(self, source: Source, clock: Callable[[], float]) -> None:
         super().__init__()
         self.source = source
         self.clock = clock
@@ -89,10 +89,11 @@ class QualityScreen(FitsNarrow, BuiltView, Screen[None]):
 
     def _read_budget(self) -> None:
         """bernstein.yaml is a file: read in a thread (a task server has none here)."""
-        if not hasattr(self.source, "paths"):
+        root = self.source.root
+        if root is None:
             return
         try:
-            budget = parse_budget(load_config(self.source.paths.root).raw.get("budget"))
+            budget = parse_budget(load_config(root).raw.get("budget"))
         except ConfigError:
             budget = None
         self.app.call_from_thread(self._set_budget, budget)
