@@ -13,7 +13,7 @@ import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from textual.app import App
 from textual.css.query import NoMatches
@@ -47,7 +47,12 @@ from console.tui.updates import AlertWatch, header_of, rows_for
 from console.tui.views import ScreenActions, empty_text
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+
     from console.engine.engine import Engine
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
 #: the selected task's progress, heartbeat and log are read again this often (seconds)
@@ -57,12 +62,13 @@ FOLLOWED = frozenset({TaskState.CLAIMED, TaskState.IN_PROGRESS})
 NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
-def _while_up(method):  # type: ignore[no-untyped-def]
+def _while_up(method: Callable[Concatenate[ConsoleApp, P], R]
+              ) -> Callable[Concatenate[ConsoleApp, P], R | None]:
     """A handler that can still fire while the app shuts down (a timer, a late message)
     does nothing once it does; while the app runs, a missing widget is a real error."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def wrapper(self: ConsoleApp, *args: P.args, **kwargs: P.kwargs) -> R | None:
         if self.shutting_down:
             return None
         try:
@@ -75,7 +81,7 @@ def _while_up(method):  # type: ignore[no-untyped-def]
     return wrapper
 
 
-def _console_commands():  # type: ignore[no-untyped-def]
+def _console_commands() -> type[Provider]:
     """The palette provider, imported when the palette first opens (not at start-up)."""
     from console.tui.commands import ConsoleCommands
 
@@ -139,8 +145,13 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
         # SIGHUP (terminal lost) / SIGTERM: stop the engine's agents, then exit
-        on_stop_signals(lambda: self.engine is not None and self.engine.stop(timeout=10),
+        on_stop_signals(self._stop_engine,
                         lambda code: self.call_from_thread(self.exit, return_code=code))
+
+    def _stop_engine(self) -> None:
+        """In a thread, on SIGHUP/SIGTERM: the engine's agents stopped, its tasks reopened."""
+        if self.engine is not None:
+            self.engine.stop(timeout=10)
 
     def on_unmount(self) -> None:
         self.source.stop()
@@ -160,7 +171,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
 
         try:
             engine = Engine(self.project_root, trusted=self.demo,  # a demo we wrote
-                            on_write_problem=lambda why: self.post_message(EngineAlert(why or "")))
+                            on_write_problem=self._write_problem)
             engine.start(create=False)
         except Untrusted as exc:  # watch-only until the operator trusts it (t)
             self.post_message(EngineStatus("engine: off (watch-only)", False,
@@ -180,6 +191,10 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         self.post_message(EngineStatus(
             f"engine: running, {engine.workers} worker(s), base branch '{engine.repo.base}'",
             True))
+
+    def _write_problem(self, why: str | None) -> None:
+        """From the engine's thread: what stops it writing (None: it writes again)."""
+        self.post_message(EngineAlert(why or ""))
 
     # -- called in the watcher thread: only compute and post -------------------
 
@@ -235,8 +250,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
             if event.level == "error":
                 self.notify(event.message, severity="error", timeout=8, markup=False)
         for alert in message.alerts:
-            self.notify(alert.text, severity=alert.severity, timeout=8,  # type: ignore[arg-type]
-                        markup=False)
+            self.notify(alert.text, severity=alert.severity, timeout=8, markup=False)
         if any(a.severity == "error" for a in message.alerts) and self.bell_on:
             self.bell()
         # a screen that shows State says which sections it follows
