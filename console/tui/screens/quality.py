@@ -18,7 +18,10 @@ from textual.widgets import Footer, Static
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source_protocol import Source
+from console.tui.keys import QUALITY_KEY
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
+from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
 
 
 def _seconds(value: float | None) -> str:
@@ -61,11 +64,11 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
     return Group(*parts)
 
 
-class QualityScreen(Screen[None]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+class QualityScreen(FitsNarrow, BuiltView, Screen[None]):
+    AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
-    BINDINGS = [Binding("escape,q,Q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding(f"escape,q,{QUALITY_KEY}", "app.pop_screen", "Back")]
 
     def __init__(self, source: Source, clock: Callable[[], float]) -> None:
         super().__init__()
@@ -99,7 +102,12 @@ class QualityScreen(Screen[None]):
         self.budget = budget
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
+    def build_view(self) -> RenderableType:
+        """In a worker thread: every figure is recomputed from the State (with 10,000
+        tasks and their gate runs, far too slow for the event loop on each batch)."""
         with self.source.lock:
             quality = quality_of(self.source.state)
-        self.query_one("#quality", Static).update(quality_view(quality, self.budget))
+        return quality_view(quality, self.budget)
+
+    def show_view(self, view: RenderableType) -> None:
+        self.query_one("#quality", Static).update(view)
