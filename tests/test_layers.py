@@ -51,7 +51,7 @@ def test_importing_the_store_loads_no_textual() -> None:
 #: DESIGN §1's layers, lowest first; engine and remote are peers that never import
 #: each other (the cli layer wires them together)
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("model", ("console.model", "console.records", "console.control")),
+    ("model", ("console.model", "console.records", "console.control", "console.action_rules")),
     ("sdd", ("console.sdd",)),
     ("engine", ("console.engine", "console.demo")),
     ("remote", ("console.remote",)),

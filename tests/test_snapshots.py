@@ -47,8 +47,9 @@ def _shot(snap_compare: SnapCompare, tmp_path: Path, keys: tuple[str, ...], scre
 class TestModals:
     def test_confirm_names_the_task_and_the_effect(self, snap_compare: SnapCompare,
                                                    tmp_path: Path) -> None:
-        """x on DEMO-04 (failed): the confirm dialog over the main screen."""
-        assert _shot(snap_compare, tmp_path, ("down",) * 3 + ("x",), "ConfirmScreen")
+        """x on DEMO-05 (stranded, so cancellable): the confirm dialog over the main
+        screen (x on a failed task is refused before any question, #19.7)."""
+        assert _shot(snap_compare, tmp_path, ("down",) * 4 + ("x",), "ConfirmScreen")
 
     def test_reject_asks_for_a_reason(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         assert _shot(snap_compare, tmp_path, ("P", "d"), "ReasonScreen")
@@ -97,7 +98,7 @@ class TestSmallTerminal:
 
     CASES: dict[str, tuple[tuple[str, ...], str, str]] = {
         "main": (("down",) * 4, "MainScreen", ""),
-        "confirm": (("down",) * 3 + ("x",), "ConfirmScreen", ""),
+        "confirm": (("down",) * 4 + ("x",), "ConfirmScreen", ""),
         "filter": (("slash",), "MainScreen", "state:done"),
         "proposals": (("P",), "ProposalsScreen", ""),
     }

@@ -116,6 +116,8 @@ async def test_the_confirm_dialog_fits_60x20(project: Path) -> None:
     app = ConsoleApp(project)
     async with app.run_test(size=(60, 20)) as pilot:
         await wait_for(pilot, lambda: app.selected == "LEGACY-1")
+        app.query_one(TaskTable).move_to("t0")  # open: cancel asks (a failed one is refused)
+        await wait_for(pilot, lambda: app.selected == "t0")
         await pilot.press("x")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.pause(0.2)

@@ -141,6 +141,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         self.set_timer(FIRST_PAINT_FALLBACK_S, self._after_first_paint)  # if nothing comes
         self.set_interval(LIVE_EVERY_S, self._follow_live)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
+        self.run_worker(self._read_ladder, thread=True, exit_on_error=False, name="ladder")
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
@@ -163,6 +164,18 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         if self._theme_ready:
             self.run_worker(lambda: settings.save_theme(theme), thread=True,
                             group="settings", exit_on_error=False)
+
+    def _read_ladder(self) -> None:
+        """bernstein.yaml's cascade.ladder, for escalate's top-tier check (a file: read
+        in a thread; a broken one keeps the default, the engine says why)."""
+        from console.engine.cascade import parse_cascade
+        from console.sdd.project_config import ConfigError, load_config
+
+        try:
+            ladder = parse_cascade(load_config(self.project_root).raw.get("cascade")).ladder
+        except (ValueError, TypeError, ConfigError, OSError):
+            return
+        self.main.ladder = ladder
 
     def _start_engine(self) -> None:
         """In a thread: the engine's start does file and git work."""

@@ -20,6 +20,7 @@ from console.sdd.state import State
 from console.tui.messages import OperatorRequest
 from console.tui.screens.built_view import BuiltView
 from console.tui.screens.narrow import FitsNarrow
+from console.tui.widgets.approval_line import ApprovalLine
 from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 
@@ -112,6 +113,7 @@ class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
                      "(reject, with a reason) · enter: the diff",
                      classes="screen-title", markup=False)
         yield ListTable(id="proposals-table", cursor_type="row")
+        yield ApprovalLine(id="approval-line")
         with VerticalScroll(id="proposal-detail"):
             yield Static(id="proposal-body")
         yield Footer()
@@ -174,17 +176,26 @@ class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
             self.notify(f"{verb}: select a proposal first", severity="warning")
         return self.selected
 
+    def _decided(self, verb: str, pid: str) -> bool:
+        """A decided proposal is refused at once (#19.7), before any question."""
+        with self.source.lock:
+            pending = pid in self.source.state.pending_proposals()
+        if not pending:
+            self.notify(f"{verb} refused: proposal {pid} is already decided", severity="warning")
+        return not pending
+
     def action_approve(self) -> None:
         from console.tui.screens.confirm import ConfirmScreen
 
         pid = self._allowed("approve")
-        if pid is None:
+        if pid is None or self._decided("approve", pid):
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
                 self.post_message(OperatorRequest("approve", lambda control: control.approve(
                     pid, "approved from the console")))
+                self.query_one(ApprovalLine).start(self.source.root, pid)
 
         self.app.push_screen(ConfirmScreen(
             f"Approve {pid}?", "Its diff is applied in a sandbox worktree; the tests, eval "
@@ -193,7 +204,7 @@ class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
 
     def action_reject(self) -> None:
         pid = self._allowed("reject")
-        if pid is None:
+        if pid is None or self._decided("reject", pid):
             return
 
         def answered(reason: str | None) -> None:
