@@ -54,7 +54,7 @@ class ServerHealth:
                 f"events {'live' if self.live else 'down'}{drain}")
 
 
-def _normalise(record: Any) -> Any:
+def normalise_task(record: Any) -> Any:
     """A TaskResponse as task_codec reads it: completion signals of a type this
     console does not know (3.23.0 adds several) are kept aside, not fatal."""
     if not isinstance(record, dict):
@@ -154,7 +154,7 @@ class RemoteSource:
         ServerError when the tasks cannot be read (the state is left as it was)."""
         with self._sync_lock:
             self._unanswered = False
-            records = [_normalise(r) for r in self.client.all_tasks()]
+            records = [normalise_task(r) for r in self.client.all_tasks()]
             self._reached = True
             with self.lock:
                 delta = self.state.apply_server_tasks(self.client.where("/tasks"), records,
@@ -228,7 +228,7 @@ class RemoteSource:
         """One task again (after an event, or an action on it); a 404 removes it."""
         with self._sync_lock:
             try:
-                record = _normalise(self.client.task(task_id))
+                record = normalise_task(self.client.task(task_id))
             except ServerError as exc:
                 if exc.status != 404:
                     raise

@@ -1,0 +1,211 @@
+"""A Bernstein 3.23.0 task server as a cluster worker speaks to it (`bernstein worker`'s
+protocol, read from its source): `POST /cluster/nodes` to join, `…/heartbeat` with the
+node's capacity (404/410: the server forgot the node; join again), `GET
+/tasks/next/{role}?claimed_by_session=<node id>` (it returns *and claims* the next task
+whose dependencies are done; 404: none), `/tasks/{id}/progress|complete|fail|release`,
+`POST /agents/{session}/heartbeat`, `DELETE /cluster/nodes/{id}` to leave.
+
+The claim carries the node id as `claimed_by_session`: the server's node reaper puts a
+node's claims back to open when its heartbeats stop (BERNSTEIN_CLUSTER_NODE_TIMEOUT_S),
+and the unregister route does the same at once. A server that refuses node registration
+(an older one) is used with plain claims: the worker's own session id is the claim owner.
+
+Every answer is data: a claimed task is decoded by the one task reader (`decode_task`)
+and a node's fields are checked before use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from console.model import Task
+from console.remote.client import ServerClient, ServerError
+from console.remote.source import normalise_task
+from console.sdd.fields import RecordError
+from console.sdd.task_codec import decode_task
+
+#: what the server accepts as claimed_by_session (its `_checked_claim_session`)
+_SESSION = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def capacity(slots: int, busy: int) -> dict[str, Any]:
+    """A NodeCapacity body."""
+    return {"max_agents": slots, "active_agents": busy,
+            "available_slots": max(0, slots - busy), "gpu_available": False,
+            "supported_models": []}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLoad:
+    """One node as `GET /cluster/nodes` lists it: what the console shows per worker."""
+
+    node_id: str
+    name: str
+    status: str
+    active: int
+    slots: int
+    last_heartbeat: float | None
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def decode_node(raw: object) -> NodeLoad | None:
+    """A NodeResponse, or None when it is not one (data, never trusted)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        return None
+    capacity = raw.get("capacity") if isinstance(raw.get("capacity"), dict) else {}
+    beat = raw.get("last_heartbeat")
+    return NodeLoad(str(raw["id"])[:64], str(raw.get("name") or "")[:80],
+                    str(raw.get("status") or "unknown")[:20],
+                    _int(capacity.get("active_agents")), _int(capacity.get("max_agents")),
+                    float(beat) if isinstance(beat, int | float) and beat > 0 else None)
+
+
+class ClusterClient:
+    """The routes a worker uses, on one `ServerClient` (its token, tenant and TLS)."""
+
+    def __init__(self, client: ServerClient, *, name: str, identity: str) -> None:
+        self.client = client
+        self.name = name
+        self.identity = identity  # the node's `url`: a restart re-registers as the same node
+        self.node_id: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.client.url
+
+    def owner(self, fallback: str) -> str:
+        """Who claims: the node id once joined, else the worker's own session."""
+        return self.node_id or fallback
+
+    # -- membership --------------------------------------------------------------------
+
+    def join(self, slots: int, busy: int) -> str | None:
+        """Register (or re-register) the node; its id, or None when the server has no
+        node registry for us (404/405: plain claims then). ServerError otherwise."""
+        try:
+            body = self.client.request("POST", "/cluster/nodes", body={
+                "name": self.name, "url": self.identity, "capacity": capacity(slots, busy),
+                "labels": {"agent": "bernstein-tui"}, "cell_ids": []})
+        except ServerError as exc:
+            if exc.status in (404, 405):
+                self.node_id = None
+                return None
+            raise
+        node = decode_node(body)
+        if node is None or not _SESSION.fullmatch(node.node_id):
+            raise ServerError(f"POST {self.client.where('/cluster/nodes')}: the answer "
+                              "names no usable node id")
+        self.node_id = node.node_id
+        return self.node_id
+
+    def heartbeat(self, slots: int, busy: int) -> bool:
+        """False when the server no longer knows the node (join again)."""
+        if self.node_id is None:
+            return True
+        try:
+            self.client.request("POST", f"/cluster/nodes/{self.node_id}/heartbeat",
+                                body={"capacity": capacity(slots, busy)})
+        except ServerError as exc:
+            if exc.status in (404, 410):
+                return False
+            raise
+        return True
+
+    def leave(self) -> None:
+        """Unregister; the server reopens whatever the node still held."""
+        if self.node_id is None:
+            return
+        try:
+            self.client.request("DELETE", f"/cluster/nodes/{self.node_id}", ok=(200, 204))
+        except ServerError as exc:
+            if exc.status != 404:
+                raise
+        self.node_id = None
+
+    def nodes(self) -> list[NodeLoad]:
+        body = self.client.get("/cluster/nodes")
+        if not isinstance(body, list):
+            return []
+        return [node for node in map(decode_node, body[:1000]) if node is not None]
+
+    # -- tasks -------------------------------------------------------------------------
+
+    def next_task(self, role: str, owner: str) -> Task | None:
+        """Claim the next task of `role` for `owner`; None when there is none (404)."""
+        try:
+            body = self.client.request("GET", f"/tasks/next/{role}",
+                                       params={"claimed_by_session": owner})
+        except ServerError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        try:
+            return decode_task(normalise_task(body) if isinstance(body, dict) else {})
+        except RecordError as exc:
+            raise ServerError(f"GET {self.client.where(f'/tasks/next/{role}')}: the claimed "
+                              f"task cannot be read: {exc}") from None
+
+    def open_roles(self) -> set[str]:
+        """The roles of the open tasks (what `next` may be asked for)."""
+        records, _ = self.client.tasks_page(limit=500, offset=0, status="open")
+        return {str(r["role"])[:64] for r in records
+                if isinstance(r, dict) and isinstance(r.get("role"), str)}
+
+    def unfinished(self, roles: set[str] | None) -> int:
+        """Tasks of these roles (all roles: None) that may still need a worker: open,
+        claimed, in progress, or blocked on a dependency."""
+        count = 0
+        for status in ("open", "claimed", "in_progress", "blocked"):
+            records, _ = self.client.tasks_page(limit=500, offset=0, status=status)
+            count += sum(1 for r in records if isinstance(r, dict) and
+                         (roles is None or r.get("role") in roles))
+        return count
+
+    def task_state(self, task_id: str) -> tuple[str, str] | None:
+        """(status, last progress message) of a task; None when the server has no such
+        task."""
+        try:
+            body = self.client.task(task_id)
+        except ServerError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        log = body.get("progress_log")
+        last = log[-1] if isinstance(log, list) and log else {}
+        message = last.get("message") if isinstance(last, dict) else None
+        return str(body.get("status") or "")[:40], message if isinstance(message, str) else ""
+
+    def progress(self, task_id: str, message: str, percent: int) -> None:
+        self.client.request("POST", f"/tasks/{task_id}/progress",
+                            body={"message": message[:2000], "percent": percent})
+
+    def complete(self, task_id: str, summary: str, branch: str | None,
+                 sha: str | None) -> None:
+        body: dict[str, Any] = {"result_summary": summary[:8000] or "done"}
+        if branch and sha:
+            body.update(agent_branch=branch, agent_sha=sha)
+        self._terminal(task_id, "complete", body)
+
+    def fail(self, task_id: str, reason: str) -> None:
+        self._terminal(task_id, "fail", {"reason": reason[:4000] or "failed"})
+
+    def release(self, task_id: str, reason: str) -> None:
+        self._terminal(task_id, "release", {"reason": reason[:2000]})
+
+    def _terminal(self, task_id: str, verb: str, body: dict[str, Any]) -> None:
+        """409 (already in that state, or moved on by someone else) is no error here:
+        the report is idempotent from the worker's side."""
+        try:
+            self.client.request("POST", f"/tasks/{task_id}/{verb}", body=body)
+        except ServerError as exc:
+            if exc.status != 409:
+                raise
+
+    def agent_heartbeat(self, session: str, role: str) -> None:
+        self.client.request("POST", f"/agents/{session}/heartbeat",
+                            body={"role": role, "status": "working"})
