@@ -147,7 +147,10 @@ class ClusterWorker:
         self.stopping.set()
         if release_running or self.on_stop == "release":
             for task_id in list(self.held):
-                self.engine.stop_agent(task_id)
+                running = self.engine.running.get(task_id)
+                if running is not None:  # killed, and its task reopened (not cancelled)
+                    running.stopping = True
+                    running.cancel.set()
         if first:
             self.say(f"worker {self.name}: stopping — releasing unstarted claims, "
                      + ("releasing running ones" if self.on_stop == "release"
@@ -170,6 +173,12 @@ class ClusterWorker:
 
     def _step(self) -> None:
         self._collect()
+        if self.stopping.is_set():  # what has not started (or was stopped) goes back
+            with self.lock, self.engine.store.lock:  # the engine dispatches under it
+                for task_id in [t for t in self.held if t not in self.engine.running]:
+                    task = self.engine.store.tasks.get(task_id)
+                    if task is None or task.state in (TaskState.OPEN, TaskState.CLAIMED):
+                        self._give_back(task_id, "worker stopping; not started here")
         if not self._flush():
             return
         try:
