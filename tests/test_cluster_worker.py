@@ -4,7 +4,6 @@ goes away, and the layers (engine and remote never import each other)."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import threading
 from pathlib import Path
@@ -16,6 +15,7 @@ from console.engine.errors import EngineError
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
 from tests.conftest import REPO
 from tests.engine_kit import git
+from tests.test_layers import _imports
 
 
 def _origin(base: Path) -> Path:
@@ -205,16 +205,6 @@ def test_reports_wait_while_the_server_is_away_and_go_in_order() -> None:
     assert server.got == [("progress", "T1"), ("complete", "T1"), ("release", "T2")]
     assert queue.dropped == ["complete gone: not found (404)"]
     assert len(queue) == 0
-
-
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
 
 
 def test_engine_and_remote_never_import_each_other() -> None:
