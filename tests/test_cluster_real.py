@@ -14,6 +14,7 @@ restarts on its clone and leaves cleanly; a third run shows SIGTERM with
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -44,6 +45,7 @@ class Run:
     env: dict[str, str]
     ids: dict[str, str]  # title → server task id
     victims: list[str]  # tasks w1 was running when it was killed
+    load: list[dict[str, Any]]  # `--server URL status --json` workers, just after the kill
     outputs: dict[str, str]
     codes: dict[str, int]
 
@@ -113,11 +115,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
 
         victims = until("w1 to finish one task and run another", w1_mid_task)
         procs["w1"].send_signal(signal.SIGKILL)
+        status = subprocess.run([sys.executable, "-m", "console", "--server", url, "status",
+                                 "--json"], env={**env, "BERNSTEIN_AUTH_TOKEN": TOKEN},
+                                capture_output=True, text=True, timeout=120)
+        assert status.returncode == 0, status.stdout + status.stderr
+        load = json.loads(status.stdout)["server"]["workers"]
         outputs, codes = {}, {}
         for name, proc in procs.items():
             out, _ = proc.communicate(timeout=600)
             outputs[name], codes[name] = out, proc.returncode
-        yield Run(url, base, origin, clones, env, ids, victims, outputs, codes)
+        yield Run(url, base, origin, clones, env, ids, victims, load, outputs, codes)
 
 
 def test_every_task_is_done_on_the_server(cluster: Run) -> None:
@@ -149,6 +156,14 @@ def test_both_workers_took_part_with_evidence(cluster: Run) -> None:
         assert any(p["message"].startswith("claimed (worker") for p in task["progress_log"])
     assert by_worker.get("w1", 0) >= 1 and by_worker.get("w2", 0) >= 1, by_worker
     assert "?" not in by_worker, by_worker
+
+
+def test_the_console_shows_per_worker_load_from_the_server(cluster: Run) -> None:
+    by_name = {node["name"]: node for node in cluster.load}
+    assert set(by_name) == {"w1", "w2"}, cluster.load
+    assert by_name["w1"]["slots"] == by_name["w2"]["slots"] == 2
+    assert by_name["w1"]["active"] >= 1  # killed while it ran a task, not yet reaped
+    assert all(node["last_heartbeat"] for node in cluster.load)
 
 
 def test_the_killed_workers_task_was_finished_once_by_the_other(cluster: Run) -> None:

@@ -13,6 +13,7 @@ import pytest
 from console.engine.cluster_report import ReportQueue, ServerAway
 from console.engine.errors import EngineError
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
+from console.remote.nodes import decode_nodes, workers_line
 from tests.conftest import REPO
 from tests.engine_kit import git
 from tests.test_layers import _imports
@@ -215,3 +216,15 @@ def test_engine_and_remote_never_import_each_other() -> None:
                           for name in _imports(path)
                           if name == other or name.startswith(other + ".")]
     assert offenders == []
+
+
+def test_the_header_line_of_worker_load() -> None:
+    nodes = decode_nodes([
+        {"id": "a1", "name": "w1", "status": "online", "last_heartbeat": 98.0,
+         "capacity": {"max_agents": 2, "active_agents": 1}},
+        {"id": "b2", "name": "w2", "status": "offline", "last_heartbeat": 30.0,
+         "capacity": {"max_agents": 4, "active_agents": "many"}},
+        {"name": "no id"}, "junk", {"id": 7}])
+    assert workers_line(nodes, now=100.0) == "workers 1/2: w1 1/2 2s, w2 0/4 70s offline"
+    assert workers_line(()) == ""
+    assert decode_nodes({"not": "a list"}) == ()

@@ -110,6 +110,7 @@ class ClusterWorker:
                                     echo=engine_echo)
         self.reports = ReportQueue()
         self._last_beat = 0.0
+        self._last_busy = 0
         self._joined = False
 
     # -- life cycle ----------------------------------------------------------------------
@@ -191,9 +192,11 @@ class ClusterWorker:
 
     def _beat(self) -> None:
         now = time.monotonic()
-        if now - self._last_beat < self.heartbeat_s and self._joined:
-            return
         busy = len(self.held)
+        if now - self._last_beat < self.heartbeat_s and self._joined \
+                and busy == self._last_busy:  # a change of load is said at once
+            return
+        self._last_busy = busy
         if not self._joined or not self.server.heartbeat(self.workers, busy):
             node = self.server.join(self.workers, busy)
             self._joined = True

@@ -17,11 +17,11 @@ and a node's fields are checked before use.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from console.model import Task
 from console.remote.client import ServerClient, ServerError
+from console.remote.nodes import decode_node
 from console.remote.source import normalise_task
 from console.sdd.fields import RecordError
 from console.sdd.task_codec import decode_task
@@ -35,34 +35,6 @@ def capacity(slots: int, busy: int) -> dict[str, Any]:
     return {"max_agents": slots, "active_agents": busy,
             "available_slots": max(0, slots - busy), "gpu_available": False,
             "supported_models": []}
-
-
-@dataclass(frozen=True, slots=True)
-class NodeLoad:
-    """One node as `GET /cluster/nodes` lists it: what the console shows per worker."""
-
-    node_id: str
-    name: str
-    status: str
-    active: int
-    slots: int
-    last_heartbeat: float | None
-
-
-def _int(value: object, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def decode_node(raw: object) -> NodeLoad | None:
-    """A NodeResponse, or None when it is not one (data, never trusted)."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
-        return None
-    capacity = raw.get("capacity") if isinstance(raw.get("capacity"), dict) else {}
-    beat = raw.get("last_heartbeat")
-    return NodeLoad(str(raw["id"])[:64], str(raw.get("name") or "")[:80],
-                    str(raw.get("status") or "unknown")[:20],
-                    _int(capacity.get("active_agents")), _int(capacity.get("max_agents")),
-                    float(beat) if isinstance(beat, int | float) and beat > 0 else None)
 
 
 class ClusterClient:
@@ -126,12 +98,6 @@ class ClusterClient:
             if exc.status != 404:
                 raise
         self.node_id = None
-
-    def nodes(self) -> list[NodeLoad]:
-        body = self.client.get("/cluster/nodes")
-        if not isinstance(body, list):
-            return []
-        return [node for node in map(decode_node, body[:1000]) if node is not None]
 
     # -- tasks -------------------------------------------------------------------------
 

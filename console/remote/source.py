@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from console.remote.client import ServerClient, ServerError
+from console.remote.nodes import NodeLoad, decode_nodes, workers_line
 from console.remote.sse import EventStream, SseEvent
 from console.sdd.state import Delta, State
 from console.sdd.task_codec import SIGNAL_TYPES
@@ -46,12 +47,15 @@ class ServerHealth:
     detail: str = ""  # why it is unreachable / the stream is down
     checked_at: float | None = None  # time.time() of the last /health answer
     draining: bool | None = None  # GET /drain; None: not known
+    workers: tuple[NodeLoad, ...] = ()  # GET /cluster/nodes: per-worker load
 
     def line(self) -> str:
         latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
         drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
+        workers = workers_line(self.workers)
         return (f"{self.url}  {self.status}  {latency}  "
-                f"events {'live' if self.live else 'down'}{drain}")
+                f"events {'live' if self.live else 'down'}{drain}"
+                + (f"  {workers}" if workers else ""))
 
 
 def normalise_task(record: Any) -> Any:
@@ -129,8 +133,8 @@ class RemoteSource:
         old = self.health
         new = replace(old, latency_ms=self.client.last_latency_ms, **changes)
         self.health = new
-        if (old.status, old.live, old.detail, old.draining) != (new.status, new.live,
-                                                                new.detail, new.draining):
+        if (old.status, old.live, old.detail, old.draining, old.workers) != (
+                new.status, new.live, new.detail, new.draining, new.workers):
             self._emit(Delta(sections={"server"}))
 
     def check_health(self) -> ServerHealth:
@@ -146,6 +150,15 @@ class RemoteSource:
                              detail="" if self.health.live or not self.events
                              else self.health.detail, checked_at=time.time())
         return self.health
+
+    def check_workers(self) -> None:
+        """`GET /cluster/nodes`: the workers' load for the header (a server without a
+        node registry, or one that refuses the read, shows none)."""
+        try:
+            nodes = decode_nodes(self.client.get("/cluster/nodes"))
+        except ServerError:
+            nodes = ()
+        self._set_health(workers=nodes)
 
     # -- syncing ---------------------------------------------------------------
 
@@ -321,6 +334,7 @@ class RemoteSource:
                 delay = min(10.0, delay * 2)
                 continue
             self.check_drain()
+            self.check_workers()
             self.loaded.set()
             self._emit(Delta())  # the load is complete, even if it found nothing
             return
@@ -350,6 +364,7 @@ class RemoteSource:
             if self.check_health().status == "unreachable":
                 continue
             self.check_drain()
+            self.check_workers()
             try:
                 agree = self.counts_agree()
             except ServerError as exc:
