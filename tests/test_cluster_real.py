@@ -15,9 +15,11 @@ restarts on its clone and leaves cleanly; a third run shows SIGTERM with
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,7 @@ class Run:
     load: list[dict[str, Any]]  # `--server URL status --json` workers, just after the kill
     outputs: dict[str, str]
     codes: dict[str, int]
+    server_pid: int
 
 
 def clone(base: Path, origin: Path, name: str, config: str) -> Path:
@@ -89,7 +92,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     central = base / "central"
     central.mkdir()
     env = _env(base)
-    with served(Project(central, base, env), BERNSTEIN_CLUSTER_ENABLED="1",
+    pids: list[int] = []
+    with served(Project(central, base, env), pids, BERNSTEIN_CLUSTER_ENABLED="1",
                 BERNSTEIN_CLUSTER_HEARTBEAT_INTERVAL_S="1",
                 BERNSTEIN_CLUSTER_NODE_TIMEOUT_S=NODE_TIMEOUT_S) as url:
         ids = {}
@@ -124,7 +128,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         for name, proc in procs.items():
             out, _ = proc.communicate(timeout=600)
             outputs[name], codes[name] = out, proc.returncode
-        yield Run(url, base, origin, clones, env, ids, victims, load, outputs, codes)
+        yield Run(url, base, origin, clones, env, ids, victims, load, outputs, codes,
+                  pids[0])
 
 
 def test_every_task_is_done_on_the_server(cluster: Run) -> None:
@@ -209,3 +214,35 @@ def test_sigterm_with_on_stop_release_gives_a_running_task_back(cluster: Run) ->
     _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
     assert task["status"] == "open", (task["status"], out)
     assert "released 1" in out, out
+
+
+def test_a_server_that_goes_away_pauses_the_worker_and_nothing_is_lost(cluster: Run) -> None:
+    status, body = api(cluster.url, "POST", "/tasks", {
+        "title": "Outlives a stopped server", "role": "pauser",
+        "description": "sleep 2\nwrite out/pauser.txt still here"})
+    assert status == 201, body
+    task_id = body["id"]
+    proc = worker({**cluster.env, "BERNSTEIN_TUI_HTTP_DEADLINE_S": "1.5"},
+                  cluster.clones["w2"], cluster.url, "w2", "--roles", "pauser", "--until-idle")
+
+    def running() -> bool:
+        _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
+        return last_progress(task).startswith("attempt 1")
+
+    until("the task to start", running)
+    os.killpg(cluster.server_pid, signal.SIGSTOP)  # the server stops answering
+    try:
+        time.sleep(4.5)  # the agent finishes and lands meanwhile; its report must wait
+    finally:
+        os.killpg(cluster.server_pid, signal.SIGCONT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
+    assert "server away" in out and "claiming paused" in out, out
+    assert "server answering again" in out, out
+    _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
+    assert task["status"] == "done", (task["status"], out)
+    assert git(cluster.origin, "show", "main:out/pauser.txt") == "still here\n"
+    trailers = git(cluster.origin, "log", "main", "--format=%B").count(
+        f"Bernstein-Task: {task_id}")
+    assert trailers == 1
