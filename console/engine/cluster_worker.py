@@ -11,8 +11,8 @@ summary that carries the gate verdicts, or `fail` with the reason.
 Fail safe: a server that stops answering pauses claiming (reports wait, with backoff,
 and are sent once it is back); a stop releases what was claimed but not started and,
 by `on_stop`, lets running attempts finish or kills and releases them; a restart after
-a kill releases what the last run held (only when the server's record is unchanged
-since this worker last touched it). The server reaps a dead node's claims itself.
+a kill releases what the last run held (the node leaves and joins again: the server
+reopens every claim made under it). The server reaps a dead node's claims itself.
 
 The server is reached only through a `Coordinator` (injected by the command line, so
 the engine imports no HTTP); its errors come as `ServerAway`.
@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from console.engine.cluster_report import (
     Coordinator,
@@ -199,6 +200,12 @@ class ClusterWorker:
         self._last_busy = busy
         if not self._joined or not self.server.heartbeat(self.workers, busy):
             node = self.server.join(self.workers, busy)
+            if node is not None and not self._joined:
+                # the node is the clone's (same name and identity on every start): leaving
+                # once makes the server reopen whatever an earlier run of it still held
+                # (work of it already on the remote is found by its trailer, not redone)
+                self.server.leave()
+                node = self.server.join(self.workers, busy)
             self._joined = True
             self.say(f"worker {self.name}: joined {self.server.url} as node {node}" if node
                      else f"worker {self.name}: the server has no node registry; plain claims")
@@ -239,9 +246,13 @@ class ClusterWorker:
             landed = repo.landed(task.id)
         if landed is not None:  # pushed by a worker that died before it could report
             self.stats.duplicates_avoided += 1
+            self.stats.done += 1
+            self.reports.progress(task.id, f"claimed {worker_mark(self.name)}", 5)
             self.reports.complete(task.id, f"already on {repo.remote}/{repo.base} at "
-                                           f"{landed[:12]} (landed before; not run again)",
-                                  repo.base, landed)
+                                           f"{landed[:12]} (landed before; not run again); "
+                                           f"worker {self.name}", repo.base, landed)
+            self.say(f"done {task.id}: its work was already on {repo.remote}/{repo.base} "
+                     f"at {landed[:12]}; not run again")
             return
         with self.lock:
             try:
@@ -265,7 +276,8 @@ class ClusterWorker:
                 store.create(dataclasses.replace(
                     task, status=TaskState.OPEN.value, depends_on=(), parent_task_id=None,
                     claimed_at=None, claimed_by_session=None, assigned_agent=None,
-                    result_summary=None, completed_at=None, metadata={"cluster": cluster}))
+                    result_summary=None, completed_at=None,
+                    metadata=MappingProxyType({"cluster": cluster})))
                 return
             if old.state is TaskState.DONE:
                 store.transition(task.id, TaskState.FAILED, reason="claimed again")
@@ -355,24 +367,15 @@ class ClusterWorker:
     # -- restart and idleness ----------------------------------------------------------
 
     def _release_leftovers(self) -> None:
-        """Tasks a killed run of this worker held (still working in the local log): each
-        is released on the server when it is still claimed there and the last progress
-        line on it is this worker's (a task the server gave to another worker is not)."""
+        """The local records of tasks a killed run of this worker held stop being
+        runnable; the server's side is `_beat`'s first join."""
         for task in self.engine.store.snapshot():
             cluster = task.metadata.get("cluster")
-            if not isinstance(cluster, dict) or task.state not in WORKING \
-                    or task.id in self.held or cluster.get("server") != self.server.url:
-                continue
-            with contextlib.suppress(EngineError, IllegalTransition):
-                self.engine.store.transition(task.id, TaskState.FAILED,
-                                             reason="released: the worker restarted")
-            try:
-                seen = self.server.task_state(task.id)
-            except ServerAway:
-                seen = None
-            if seen is not None and seen[0] in ("claimed", "in_progress") \
-                    and seen[1].endswith(worker_mark(self.name)):
-                self.reports.release(task.id, f"worker {self.name} restarted")
+            if isinstance(cluster, dict) and task.state in WORKING \
+                    and cluster.get("server") == self.server.url:
+                with contextlib.suppress(EngineError, IllegalTransition):
+                    self.engine.store.transition(task.id, TaskState.FAILED,
+                                                 reason="released: the worker restarted")
                 self.say(f"released {task.id}: held by this worker before it restarted")
 
     def _busy(self) -> bool:

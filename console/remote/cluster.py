@@ -132,20 +132,6 @@ class ClusterClient:
                          (roles is None or r.get("role") in roles))
         return count
 
-    def task_state(self, task_id: str) -> tuple[str, str] | None:
-        """(status, last progress message) of a task; None when the server has no such
-        task."""
-        try:
-            body = self.client.task(task_id)
-        except ServerError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        log = body.get("progress_log")
-        last = log[-1] if isinstance(log, list) and log else {}
-        message = last.get("message") if isinstance(last, dict) else None
-        return str(body.get("status") or "")[:40], message if isinstance(message, str) else ""
-
     def progress(self, task_id: str, message: str, percent: int) -> None:
         self.client.request("POST", f"/tasks/{task_id}/progress",
                             body={"message": message[:2000], "percent": percent})

@@ -35,7 +35,8 @@ def decode_node(raw: object) -> NodeLoad | None:
     """A NodeResponse, or None when it is not one."""
     if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
         return None
-    capacity = raw.get("capacity") if isinstance(raw.get("capacity"), dict) else {}
+    found = raw.get("capacity")
+    capacity: dict = found if isinstance(found, dict) else {}
     beat = raw.get("last_heartbeat")
     return NodeLoad(str(raw["id"])[:64], str(raw.get("name") or "")[:80],
                     str(raw.get("status") or "unknown")[:20],
