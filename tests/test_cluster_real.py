@@ -81,6 +81,21 @@ def last_progress(task: dict[str, Any]) -> str:
     return log[-1]["message"] if log else ""
 
 
+def one_task(url: str, title: str, role: str, description: str) -> str:
+    status, body = api(url, "POST", "/tasks", {"title": title, "role": role,
+                                              "description": description})
+    assert status == 201, body
+    return body["id"]
+
+
+def started(url: str, task_id: str) -> None:
+    def running() -> bool:
+        _, task = api(url, "GET", f"/tasks/{task_id}")
+        return last_progress(task).startswith("attempt 1")
+
+    until(f"task {task_id} to start", running)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     base = tmp_path_factory.mktemp("cluster")
@@ -198,19 +213,11 @@ def test_the_killed_worker_restarts_and_leaves_cleanly(cluster: Run) -> None:
 
 
 def test_a_worker_restarted_after_kill_9_gets_its_task_back_at_once(cluster: Run) -> None:
-    status, body = api(cluster.url, "POST", "/tasks", {
-        "title": "Survives a restart", "role": "restarter",
-        "description": "sleep 3\nwrite out/restarter.txt once"})
-    assert status == 201, body
-    task_id = body["id"]
+    task_id = one_task(cluster.url, "Survives a restart", "restarter",
+                       "sleep 3\nwrite out/restarter.txt once")
     first = worker(cluster.env, cluster.clones["w1"], cluster.url, "w1", "--roles",
                    "restarter", "--until-idle")
-
-    def running() -> bool:
-        _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
-        return last_progress(task).startswith("attempt 1")
-
-    until("the task to start", running)
+    started(cluster.url, task_id)
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=60)
     again = worker(cluster.env, cluster.clones["w1"], cluster.url, "w1", "--roles",
@@ -230,18 +237,10 @@ def test_a_worker_restarted_after_kill_9_gets_its_task_back_at_once(cluster: Run
 
 
 def test_sigterm_with_on_stop_release_gives_a_running_task_back(cluster: Run) -> None:
-    status, body = api(cluster.url, "POST", "/tasks", {
-        "title": "Hangs", "role": "slowpoke", "description": "hang"})
-    assert status == 201, body
-    task_id = body["id"]
+    task_id = one_task(cluster.url, "Hangs", "slowpoke", "hang")
     proc = worker(cluster.env, cluster.clones["w2"], cluster.url, "w2", "--roles", "slowpoke",
                   "--on-stop", "release")
-
-    def running() -> bool:
-        _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
-        return last_progress(task).startswith("attempt 1")
-
-    until("the hanging task to start", running)
+    started(cluster.url, task_id)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
@@ -252,19 +251,11 @@ def test_sigterm_with_on_stop_release_gives_a_running_task_back(cluster: Run) ->
 
 
 def test_a_server_that_goes_away_pauses_the_worker_and_nothing_is_lost(cluster: Run) -> None:
-    status, body = api(cluster.url, "POST", "/tasks", {
-        "title": "Outlives a stopped server", "role": "pauser",
-        "description": "sleep 2\nwrite out/pauser.txt still here"})
-    assert status == 201, body
-    task_id = body["id"]
+    task_id = one_task(cluster.url, "Outlives a stopped server", "pauser",
+                       "sleep 2\nwrite out/pauser.txt still here")
     proc = worker({**cluster.env, "BERNSTEIN_TUI_HTTP_DEADLINE_S": "1.5"},
                   cluster.clones["w2"], cluster.url, "w2", "--roles", "pauser", "--until-idle")
-
-    def running() -> bool:
-        _, task = api(cluster.url, "GET", f"/tasks/{task_id}")
-        return last_progress(task).startswith("attempt 1")
-
-    until("the task to start", running)
+    started(cluster.url, task_id)
     os.killpg(cluster.server_pid, signal.SIGSTOP)  # the server stops answering
     try:
         time.sleep(4.5)  # the agent finishes and lands meanwhile; its report must wait
