@@ -113,6 +113,7 @@ class ClusterWorker:
         self._last_beat = 0.0
         self._last_busy = 0
         self._joined = False
+        self._refused = ""
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -189,7 +190,11 @@ class ClusterWorker:
                 self._claim()
             self._back()
         except ServerAway as exc:
-            self._away(str(exc))
+            if exc.unreachable:
+                self._away(str(exc))
+            elif str(exc) != self._refused:  # a refusal is said once, not every step
+                self._refused = str(exc)
+                self.say(f"worker {self.name}: the server refused: {exc}")
 
     def _beat(self) -> None:
         now = time.monotonic()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
 from console.model import Task
 from console.remote.client import ServerClient, ServerError
@@ -28,6 +29,11 @@ from console.sdd.task_codec import decode_task
 
 #: what the server accepts as claimed_by_session (its `_checked_claim_session`)
 _SESSION = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def _seg(value: str) -> str:
+    """One path segment, whatever the data holds (ids come from the server)."""
+    return quote(value, safe="")
 
 
 def capacity(slots: int, busy: int) -> dict[str, Any]:
@@ -103,9 +109,9 @@ class ClusterClient:
 
     def next_task(self, role: str, owner: str) -> Task | None:
         """Claim the next task of `role` for `owner`; None when there is none (404)."""
+        path = f"/tasks/next/{_seg(role)}"
         try:
-            body = self.client.request("GET", f"/tasks/next/{role}",
-                                       params={"claimed_by_session": owner})
+            body = self.client.request("GET", path, params={"claimed_by_session": owner})
         except ServerError as exc:
             if exc.status == 404:
                 return None
@@ -113,8 +119,11 @@ class ClusterClient:
         try:
             return decode_task(normalise_task(body) if isinstance(body, dict) else {})
         except RecordError as exc:
-            raise ServerError(f"GET {self.client.where(f'/tasks/next/{role}')}: the claimed "
-                              f"task cannot be read: {exc}") from None
+            task_id = body.get("id") if isinstance(body, dict) else None
+            if isinstance(task_id, str):  # claimed for nothing: given back at once
+                self.release(task_id, f"the worker cannot read this task: {exc}")
+            raise ServerError(f"GET {self.client.where(path)}: the claimed task cannot be "
+                              f"read: {exc}", status=200) from None
 
     def open_roles(self) -> set[str]:
         """The roles of the open tasks (what `next` may be asked for)."""
@@ -124,16 +133,16 @@ class ClusterClient:
 
     def unfinished(self, roles: set[str] | None) -> int:
         """Tasks of these roles (all roles: None) that may still need a worker: open,
-        claimed, in progress, or blocked on a dependency."""
+        claimed or in progress (one a worker holds may be given back)."""
         count = 0
-        for status in ("open", "claimed", "in_progress", "blocked"):
+        for status in ("open", "claimed", "in_progress"):
             records, _ = self.client.tasks_page(limit=500, offset=0, status=status)
             count += sum(1 for r in records if isinstance(r, dict) and
                          (roles is None or r.get("role") in roles))
         return count
 
     def progress(self, task_id: str, message: str, percent: int) -> None:
-        self.client.request("POST", f"/tasks/{task_id}/progress",
+        self.client.request("POST", f"/tasks/{_seg(task_id)}/progress",
                             body={"message": message[:2000], "percent": percent})
 
     def complete(self, task_id: str, summary: str, branch: str | None,
@@ -153,11 +162,11 @@ class ClusterClient:
         """409 (already in that state, or moved on by someone else) is no error here:
         the report is idempotent from the worker's side."""
         try:
-            self.client.request("POST", f"/tasks/{task_id}/{verb}", body=body)
+            self.client.request("POST", f"/tasks/{_seg(task_id)}/{verb}", body=body)
         except ServerError as exc:
             if exc.status != 409:
                 raise
 
     def agent_heartbeat(self, session: str, role: str) -> None:
-        self.client.request("POST", f"/agents/{session}/heartbeat",
+        self.client.request("POST", f"/agents/{_seg(session)}/heartbeat",
                             body={"role": role, "status": "working"})
