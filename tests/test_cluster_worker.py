@@ -5,6 +5,7 @@ goes away, and the layers (engine and remote never import each other)."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,8 +15,11 @@ from console.engine.cluster_report import ReportQueue, ServerAway
 from console.engine.errors import EngineError
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
 from console.remote.nodes import decode_nodes, workers_line
-from tests.conftest import REPO
+from console.sdd.skeleton import init_project
+from tests.bernstein_server import FakeBernstein
+from tests.conftest import REPO, trusted
 from tests.engine_kit import git
+from tests.test_engine_run import _env
 from tests.test_layers import _imports
 
 
@@ -228,3 +232,66 @@ def test_the_header_line_of_worker_load() -> None:
     assert workers_line(nodes, now=100.0) == "workers 1/2: w1 1/2 2s, w2 0/4 70s offline"
     assert workers_line(()) == ""
     assert decode_nodes({"not": "a list"}) == ()
+
+
+# -- the command line (a stand-in server: tests/bernstein_server.py) ---------------------
+
+@pytest.fixture
+def worker_clone(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    origin = _origin(tmp_path)
+    root = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(root)], check=True)
+    init_project(root)
+    return trusted(root), _env(tmp_path)
+
+
+def _run(root: Path, env: dict[str, str], url: str, *args: str, token: str = "test-token"
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run", "--server",
+                           url, *args], env={**env, "BERNSTEIN_AUTH_TOKEN": token},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_server_without_a_node_registry_gets_plain_claims(worker_clone) -> None:
+    root, env = worker_clone
+    server = FakeBernstein().start()  # no /cluster/nodes, no open task
+    try:
+        out = _run(root, env, server.url, "--until-idle", "--roles", "backend")
+    finally:
+        server.stop()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "the server has no node registry; plain claims" in out.stdout
+    assert "nothing left to claim; leaving" in out.stdout
+    assert "GET /tasks/next/backend?claimed_by_session=engine-" in " ".join(
+        f"GET {path}" for path in server.paths("GET"))
+
+
+@pytest.mark.parametrize(("args", "token", "said"), [
+    (("--roles", "back/end"), "test-token", "--roles back/end: expected names like"),
+    (("--name", "a b"), "test-token", "--name a b: letters, digits"),
+    (("--workers", "0"), "test-token", "--workers must be at least 1"),
+    ((), "wrong", "token rejected"),
+])
+def test_bad_usage_is_one_line_and_exit_2(worker_clone, args, token, said) -> None:
+    root, env = worker_clone
+    server = FakeBernstein().start()
+    try:
+        out = _run(root, env, server.url, *args, token=token)
+    finally:
+        server.stop()
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not [p for p in server.paths() if "/tasks/next" in p]
+
+
+def test_a_clone_without_a_remote_stops_before_claiming(worker_clone) -> None:
+    root, env = worker_clone
+    git(root, "remote", "remove", "origin")
+    server = FakeBernstein().start()
+    try:
+        out = _run(root, env, server.url)
+    finally:
+        server.stop()
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "no git remote 'origin'" in out.stderr and "Traceback" not in out.stderr
+    assert not [p for p in server.paths() if "/tasks/next" in p]
