@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -21,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from console.cli import EXIT_FAILED, EXIT_OK, UsageError, say
-from console.engine.cluster_report import Coordinator, ServerAway
 from console.sdd.confine import is_safe_id
 
 if TYPE_CHECKING:
@@ -63,6 +60,7 @@ class _Link:
         return self._client.node_id
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
+        from console.engine.cluster_report import ServerAway
         from console.remote.client import ServerError
 
         method = getattr(self._client, name)
@@ -88,6 +86,9 @@ def _roles(text: str | None) -> tuple[str, ...]:
 
 
 def _name(root: Path, given: str | None) -> str:
+    import hashlib
+    import socket
+
     if given is not None:
         if not is_safe_id(given):
             raise UsageError(f"--name {given}: letters, digits, '.', '_', '-' only")
@@ -110,7 +111,10 @@ def _stop_on_signals(stop: Callable[[bool], None]) -> contextlib.AbstractContext
 
 
 def cmd_cluster_run(root: Path, args: argparse.Namespace) -> int:
+    import hashlib
+
     from console.cli_remote import require_token_accepted, server_client
+    from console.engine.cluster_report import Coordinator
     from console.engine.cluster_worker import ClusterWorker
     from console.engine.errors import EngineError
     from console.remote.cluster import ClusterClient
