@@ -70,7 +70,7 @@ def test_a_push_race_is_retried_on_the_new_remote_base(pair) -> None:
     origin, w1, w2 = pair
     b1 = _attempt(w1, "T1", {"one.txt": "1\n"})
     b2 = _attempt(w2, "T2", {"two.txt": "2\n"})
-    pushing = w2._run
+    pushing = w2._net
     raced: list[str] = []
 
     def w1_lands_first(args: list[str]) -> str:  # w1 pushes between w2's fetch and push
@@ -78,7 +78,7 @@ def test_a_push_race_is_retried_on_the_new_remote_base(pair) -> None:
             raced.append(w1.merge(b1, "Merge T1").message)
         return pushing(args)
 
-    w2._run = w1_lands_first  # type: ignore[method-assign]
+    w2._net = w1_lands_first  # type: ignore[method-assign]
     second = w2.merge(b2, "Merge T2")  # its first push is rejected for real, then retried
     assert raced and raced[0].startswith("merged 1 file(s) into origin/main")
     assert second.ok, second.message

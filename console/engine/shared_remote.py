@@ -9,7 +9,8 @@ the remote base is searched for it: a task whose work is already there (a worker
 pushed and was killed before it could report) is never merged twice.
 
 Fetch and push go through the engine's safe git, with the transports a remote needs
-allowed back (file, ssh, https; never ext:: or other programs) and nothing else.
+allowed back (file, ssh, https; never ext:: or other programs), the ssh agent's socket,
+a time limit, and nothing else.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 
 from console.engine.errors import EngineError
 from console.engine.gitops import IDENTITY, GitRepo, MergeResult
-from console.engine.safegit import GitFailed
+from console.engine.safegit import GitFailed, run_git
 
 PUSH_TRIES = 12
+NETWORK_S = 120.0  # one fetch or push
 TRAILER = "Bernstein-Task"
 #: the author of the engine's own merges (what `sync` may drop when they never landed)
 ENGINE_EMAIL = next(o.split("=", 1)[1] for o in IDENTITY if o.startswith("user.email="))
@@ -64,12 +66,18 @@ class SharedRemoteRepo(GitRepo):
     def _run(self, args: list[str]) -> str:
         return self._git().execute(["git", *args])
 
+    def _net(self, args: list[str]) -> str:
+        """A fetch or push: the transports allowed back, the ssh agent reachable, and a
+        time limit (a remote that hangs fails the attempt, not the worker)."""
+        return run_git([*NETWORK, *args], self.root, marker=self.marker,
+                       timeout_s=NETWORK_S, pass_env=("SSH_AUTH_SOCK",))
+
     # -- the remote base -----------------------------------------------------------------
 
     def fetch(self) -> None:
         """The remote's base into refs/remotes/<remote>/<base>; EngineError when it fails."""
         try:
-            self._run([*NETWORK, "fetch", "-q", "--no-tags", self.remote,
+            self._net(["fetch", "-q", "--no-tags", self.remote,
                        f"+refs/heads/{self.base}:{self.tracking}"])
         except GitFailed as exc:
             raise EngineError(f"cannot fetch {self.base} from {self.remote}: {exc.line}"
@@ -145,7 +153,7 @@ class SharedRemoteRepo(GitRepo):
                 if not merged.ok:
                     return merged
                 try:
-                    self._run([*NETWORK, "push", "-q", "--porcelain", self.remote,
+                    self._net(["push", "-q", "--porcelain", self.remote,
                                f"HEAD:refs/heads/{self.base}"])
                 except GitFailed as exc:
                     self._run(["reset", "--hard", "-q", before])  # undo the local merge
