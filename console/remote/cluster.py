@@ -75,9 +75,9 @@ class ClusterClient:
                 return None
             raise
         node = decode_node(body)
-        if node is None or not _SESSION.fullmatch(node.node_id):
+        if node is None or not _SESSION.fullmatch(node.node_id):  # answered: not "away"
             raise ServerError(f"POST {self.client.where('/cluster/nodes')}: the answer "
-                              "names no usable node id")
+                              "names no usable node id", status=201)
         self.node_id = node.node_id
         return self.node_id
 
