@@ -135,7 +135,7 @@ def cmd_cluster_run(root: Path, args: argparse.Namespace) -> int:
                 say(f"{time.strftime('%H:%M:%S')} {line}")
 
         try:
-            worker = ClusterWorker(root, link, name=name, workers=args.workers or 2,
+            worker = ClusterWorker(root, link, name=name, workers=args.workers,
                                    roles=roles, until_idle=args.until_idle,
                                    on_stop=args.on_stop, say=out, remote=args.remote,
                                    engine_echo=lambda e: out(f"· {e.message}"))

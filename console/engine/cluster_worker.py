@@ -87,14 +87,13 @@ class WorkerStats:
 
 
 class ClusterWorker:
-    def __init__(self, root: Path, server: Coordinator, *, name: str, workers: int,
+    def __init__(self, root: Path, server: Coordinator, *, name: str, workers: int | None,
                  roles: tuple[str, ...] = (), until_idle: bool = False,
                  on_stop: str = "finish", heartbeat_s: float = 2.0, poll_s: float = 0.5,
                  say: Callable[[str], None] = print, engine_echo: Callable | None = None,
                  remote: str = "origin") -> None:
         self.server = server
         self.name = name
-        self.workers = workers
         self.roles = roles
         self.until_idle = until_idle
         self.on_stop = on_stop
@@ -109,6 +108,7 @@ class ClusterWorker:
         self.backoff_s = 0.0
         self.engine = ClusterEngine(root, admit=self._admits, remote=remote, workers=workers,
                                     echo=engine_echo)
+        self.workers = self.engine.workers  # --workers, else bernstein.yaml's, else 2
         self.reports = ReportQueue()
         self._last_beat = 0.0
         self._last_busy = 0
