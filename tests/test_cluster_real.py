@@ -14,6 +14,7 @@ restarts on its clone and leaves cleanly; a third run shows SIGTERM with
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -184,6 +185,37 @@ def test_the_console_shows_per_worker_load_from_the_server(cluster: Run) -> None
     assert by_name["w1"]["slots"] == by_name["w2"]["slots"] == 2
     assert by_name["w1"]["active"] >= 1  # killed while it ran a task, not yet reaped
     assert all(node["last_heartbeat"] for node in cluster.load)
+
+
+def test_the_console_header_shows_each_workers_load(cluster: Run) -> None:
+    from console.cli_remote import remote_console_parts
+    from console.remote.client import ServerClient
+    from console.tui.app import ConsoleApp
+    from console.tui.widgets.status_bar import StatusBar
+
+    status, node = api(cluster.url, "POST", "/cluster/nodes", {
+        "name": "gpu-7", "url": "bernstein-tui://gpu-7/x",
+        "capacity": {"max_agents": 3, "active_agents": 1, "available_slots": 2}})
+    assert status == 201, node
+
+    async def header() -> str:
+        source, control = remote_console_parts(ServerClient(cluster.url, token=TOKEN), None,
+                                               True)
+        app = ConsoleApp(cluster.base, read_only=True, engine=False, source=source,
+                         control=control)
+        async with app.run_test(size=(220, 40)) as pilot:
+            deadline = time.monotonic() + 30
+            while "gpu-7" not in app.query_one(StatusBar).engine_line:
+                assert time.monotonic() < deadline, app.query_one(StatusBar).engine_line
+                await pilot.pause(0.2)
+            return app.query_one(StatusBar).engine_line
+
+    try:
+        line = asyncio.run(header())
+    finally:
+        api(cluster.url, "DELETE", f"/cluster/nodes/{node['id']}")
+    assert "gpu-7 1/3 " in line, line
+    assert "workers " in line
 
 
 def test_the_killed_workers_task_was_finished_once_by_the_other(cluster: Run) -> None:
