@@ -117,7 +117,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             title = f"Write t{i:02}"
             status, body = api(url, "POST", "/tasks", {
                 "title": title, "role": "backend",
-                "description": f"sleep 1.2\nwrite out/t{i:02}.txt hello {i}",
+                # the last one fails on the cheapest model: the cascade escalates it
+                "description": ("unless sonnet exit 3\n" if i == TASKS else "")
+                + f"sleep 1.2\nwrite out/t{i:02}.txt hello {i}",
                 "completion_signals": [{"type": "path_exists", "value": f"out/t{i:02}.txt"}]})
             assert status == 201, body
             ids[title] = body["id"]
@@ -185,6 +187,21 @@ def test_the_console_shows_per_worker_load_from_the_server(cluster: Run) -> None
     assert by_name["w1"]["slots"] == by_name["w2"]["slots"] == 2
     assert by_name["w1"]["active"] >= 1  # killed while it ran a task, not yet reaped
     assert all(node["last_heartbeat"] for node in cluster.load)
+
+
+def test_the_cascade_and_reflection_ran_on_the_worker(cluster: Run) -> None:
+    escalated = cluster.ids[f"Write t{TASKS:02}"]
+    _, task = api(cluster.url, "GET", f"/tasks/{escalated}")
+    assert task["status"] == "done"
+    assert "attempt(s), last on sonnet" in task["result_summary"], task["result_summary"]
+    messages = [p["message"] for p in task["progress_log"]]
+    assert any("on haiku; next attempt on sonnet" in m for m in messages), messages
+    assert any(m.startswith("attempt ") and " on sonnet " in m for m in messages), messages
+    reflected = [json.loads(line) for root in cluster.clones.values()
+                 for path in [root / ".sdd" / "metrics" / "reflections.jsonl"] if path.exists()
+                 for line in path.read_text().splitlines() if line.strip()]
+    models = [r["model"] for r in reflected if r["task_id"] == escalated]
+    assert models and set(models) == {"haiku"}, models  # one per failed attempt
 
 
 def test_the_console_header_shows_each_workers_load(cluster: Run) -> None:

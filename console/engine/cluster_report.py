@@ -1,17 +1,22 @@
 """A cluster worker's link to its server: the `Coordinator` interface it is given (the
 command line injects console.remote.cluster's client; the engine imports no HTTP), the
-`ServerAway` error that interface raises, what the worker reports about a task, and the
-queue that holds reports until the server takes them (in order; a server that is away
-keeps the rest waiting, one that refuses a single report drops only that one)."""
+`ServerAway` error that interface raises, a claimed task's copy in the local task log,
+what the worker reports about a task, and the queue that holds reports until the server
+takes them (in order; a server that is away keeps the rest waiting, one that refuses a
+single report drops only that one)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
+from console.engine.errors import EngineError
+from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fields import RecordError
 from console.sdd.metric_codec import decode_gate_report
@@ -46,6 +51,30 @@ class Coordinator(Protocol):
     def fail(self, task_id: str, reason: str) -> None: ...
     def release(self, task_id: str, reason: str) -> None: ...
     def agent_heartbeat(self, session: str, role: str) -> None: ...
+
+
+def mirror_claim(store: TaskStore, task: Task, cluster: dict[str, str]) -> None:
+    """The claimed task into the clone's task log, open, with only `cluster` as metadata
+    (the server's cannot steer the engine); its dependencies are the server's business
+    (it hands out only tasks whose dependencies are done). A task claimed again reopens
+    its local record; EngineError when that record cannot be reopened."""
+    with store.lock:
+        old = store.tasks.get(task.id)
+        if old is None:
+            store.create(dataclasses.replace(
+                task, status=TaskState.OPEN.value, depends_on=(), parent_task_id=None,
+                claimed_at=None, claimed_by_session=None, assigned_agent=None,
+                result_summary=None, completed_at=None,
+                metadata=MappingProxyType({"cluster": cluster})))
+            return
+        if old.state is TaskState.DONE:
+            store.transition(task.id, TaskState.FAILED, reason="claimed again")
+        elif old.state not in (TaskState.FAILED, TaskState.OPEN):
+            raise EngineError(f"its local record is {old.status}")
+        if store.get(task.id).state is TaskState.FAILED:
+            store.transition(task.id, TaskState.OPEN, metadata={"cluster": cluster})
+        else:
+            store.update(task.id, metadata={"cluster": cluster})
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,18 +21,17 @@ the engine imports no HTTP); its errors come as `ServerAway`.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 
 from console.engine.cluster_report import (
     Coordinator,
     ReportQueue,
     ServerAway,
+    mirror_claim,
     outcome_of,
     progress_of,
     worker_mark,
@@ -73,8 +72,7 @@ class Held:
     task_id: str
     role: str
     claimed_at: float
-    said: str = ""  # the last progress line sent
-    started: bool = False
+    said: str = ""  # the last progress line queued
 
 
 @dataclass(slots=True)
@@ -123,6 +121,7 @@ class ClusterWorker:
         repo = self.engine.repo
         assert isinstance(repo, SharedRemoteRepo)
         repo.landing_id = self._landing_id
+        self.engine.store.on_change(self._changed)
         self.say(f"worker {self.name}: {self.workers} slot(s), roles "
                  f"{', '.join(self.roles) or 'any'}, landing on {repo.remote}/{repo.base} "
                  f"({repo.remote_url})")
@@ -261,7 +260,8 @@ class ClusterWorker:
             return
         with self.lock:
             try:
-                self._to_local(task)
+                mirror_claim(self.engine.store, task, {
+                    "server": self.server.url, "node": self._owner(), "worker": self.name})
             except EngineError as exc:
                 self.reports.release(task.id, f"worker {self.name} cannot run it: {exc}")
                 return
@@ -269,29 +269,6 @@ class ClusterWorker:
         self.engine.wake.set()
         self.say(f"claimed {task.id} ({task.role}): {task.title[:70]}")
         self.reports.progress(task.id, f"claimed {worker_mark(self.name)}", 5)
-
-    def _to_local(self, task: Task) -> None:
-        """The claimed task into this clone's task log, open; its dependencies are the
-        server's business (it hands out only tasks whose dependencies are done)."""
-        store = self.engine.store
-        cluster = {"server": self.server.url, "node": self._owner(), "worker": self.name}
-        with store.lock:
-            old = store.tasks.get(task.id)
-            if old is None:
-                store.create(dataclasses.replace(
-                    task, status=TaskState.OPEN.value, depends_on=(), parent_task_id=None,
-                    claimed_at=None, claimed_by_session=None, assigned_agent=None,
-                    result_summary=None, completed_at=None,
-                    metadata=MappingProxyType({"cluster": cluster})))
-                return
-            if old.state is TaskState.DONE:
-                store.transition(task.id, TaskState.FAILED, reason="claimed again")
-            elif old.state not in (TaskState.FAILED, TaskState.OPEN):
-                raise EngineError(f"its local record is {old.status}")
-            if store.get(task.id).state is TaskState.FAILED:
-                store.transition(task.id, TaskState.OPEN, metadata={"cluster": cluster})
-            else:
-                store.update(task.id, metadata={"cluster": cluster})
 
     def _admits(self, task: Task) -> bool:
         return task.id in self.held and not self.stopping.is_set()
@@ -302,21 +279,25 @@ class ClusterWorker:
 
     # -- reporting -----------------------------------------------------------------------
 
+    def _changed(self, task: Task) -> None:
+        """Each change of a held task, as the engine writes it (in its thread, under the
+        store's lock): every attempt, retry and escalation becomes a progress line."""
+        held = self.held.get(task.id)
+        if held is None or task.state not in WORKING:
+            return
+        line = progress_of(task, self.name)
+        if line is not None and line[0] != held.said:
+            held.said = line[0]
+            self.reports.progress(task.id, *line)
+
     def _collect(self) -> None:
-        """What the engine did with each held task, queued for the server."""
+        """How each held task the engine finished ended, queued for the server."""
         repo = self.engine.repo
         assert isinstance(repo, SharedRemoteRepo)
         with self.lock:
-            for task_id, held in list(self.held.items()):
+            for task_id in list(self.held):
                 task = self.engine.store.tasks.get(task_id)
-                if task is None:
-                    continue
-                if task.state in WORKING:
-                    line = progress_of(task, self.name)
-                    if line is not None and line[0] != held.said:
-                        held.said = line[0]
-                        held.started = held.started or task.state is TaskState.IN_PROGRESS
-                        self.reports.progress(task_id, *line)
+                if task is None or task.state in WORKING:
                     continue
                 verdict = outcome_of(self.engine.paths, task, self.name, repo.landed_at,
                                      repo.base)
