@@ -146,6 +146,16 @@ def test_unpushed_merges_of_the_engine_are_dropped_but_someone_elses_commit_stop
         w1.sync()
 
 
+def test_an_unreachable_remote_lets_an_attempt_start_but_not_land(pair) -> None:
+    origin, w1, _w2 = pair
+    origin.rename(origin.with_name("moved.git"))  # the remote stops answering
+    branch = _attempt(w1, "T1", {"one.txt": "1\n"})  # starts from the last fetch
+    landing = w1.merge(branch, "Merge T1")
+    assert not landing.ok
+    assert landing.message.startswith("cannot fetch main from origin: ")
+    assert git(w1.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
 def test_a_clone_without_the_remote_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "alone"
     root.mkdir()

@@ -15,6 +15,7 @@ a time limit, and nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import time
@@ -83,12 +84,14 @@ class SharedRemoteRepo(GitRepo):
             raise EngineError(f"cannot fetch {self.base} from {self.remote}: {exc.line}"
                               ) from None
 
-    def sync(self) -> None:
-        """Fetch, and bring the checkout's base to the remote's: a fast-forward, or (when
+    def sync(self, *, fetched: bool = True) -> None:
+        """Fetch (unless `fetched` is False: a remote that did not answer leaves the last
+        fetch), and bring the checkout's base to the remote's: a fast-forward, or (when
         all it has on top are this engine's own unpushed merges) a reset; anything else
         is somebody's work and stops the attempt with a line saying so."""
         with self.lock:
-            self.fetch()
+            if fetched:
+                self.fetch()
             head = self._run(["rev-parse", "HEAD"])
             remote = self._run(["rev-parse", self.tracking])
             if head == remote:
@@ -115,8 +118,11 @@ class SharedRemoteRepo(GitRepo):
         return found.strip() or None
 
     def add_worktree(self, path: Path, branch: str) -> None:
-        """Every attempt starts from the remote's newest base."""
-        self.sync()
+        """Every attempt starts from the remote's newest base (or, when the remote does not
+        answer, the last one fetched: the landing fetches again)."""
+        with contextlib.suppress(EngineError):
+            self.fetch()
+        self.sync(fetched=False)
         super().add_worktree(path, branch)
 
     def is_merged(self, branch: str) -> bool:
