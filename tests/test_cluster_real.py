@@ -321,3 +321,22 @@ def test_a_server_that_goes_away_pauses_the_worker_and_nothing_is_lost(cluster: 
     trailers = git(cluster.origin, "log", "main", "--format=%B").count(
         f"Bernstein-Task: {task_id}")
     assert trailers == 1
+
+
+def test_sigterm_lets_the_running_attempt_finish_and_claims_nothing_more(cluster: Run
+                                                                         ) -> None:
+    first = one_task(cluster.url, "Finishes after SIGTERM", "finisher",
+                     "sleep 2.5\nwrite out/finisher-1.txt done")
+    proc = worker(cluster.env, cluster.clones["w2"], cluster.url, "w2", "--roles", "finisher",
+                  "--workers", "1")
+    started(cluster.url, first)
+    second = one_task(cluster.url, "Never claimed", "finisher",
+                      "write out/finisher-2.txt never")  # while the one slot is busy
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "letting running attempts finish" in out, out
+    assert "Traceback" not in out
+    states = {t["id"]: t["status"] for t in tasks(cluster.url)}
+    assert (states[first], states[second]) == ("done", "open"), out
+    assert git(cluster.origin, "show", "main:out/finisher-1.txt") == "done\n"
