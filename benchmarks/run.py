@@ -31,6 +31,7 @@ from benchmarks import (  # noqa: E402
     hostile,
     idle,
     latency,
+    views,
 )
 from benchmarks.common import Figure, machine  # noqa: E402
 
@@ -45,6 +46,7 @@ SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "bernstein_live": bernstein_live.run,
     "hostile": hostile.run,
     "display_sanitize": display_sanitize.run,
+    "views": views.run,
     "cluster": cluster_scaling.run,
 }
 

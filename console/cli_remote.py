@@ -92,7 +92,8 @@ def ladder_for(directory: str | None) -> tuple[str, ...] | None:
 
 def remote_control(client: ServerClient, source: RemoteSource | None,
                    directory: str | None) -> Control:
-    from console.remote.control import DEFAULT_LADDER, RemoteControl
+    from console.model import DEFAULT_LADDER
+    from console.remote.control import RemoteControl
 
     return RemoteControl(client, ladder=ladder_for(directory) or DEFAULT_LADDER,
                          refresh=source.refresh_task if source is not None else None,

@@ -14,7 +14,7 @@ import pytest
 from console.engine.cluster_report import ReportQueue, ServerAway
 from console.engine.errors import EngineError
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
-from console.remote.nodes import decode_nodes, workers_line
+from console.remote.health import decode_nodes, workers_line
 from console.sdd.skeleton import init_project
 from tests.bernstein_server import FakeBernstein
 from tests.conftest import REPO, trusted

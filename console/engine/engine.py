@@ -27,7 +27,7 @@ from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
 from console.engine.gitops import GitRepo
-from console.engine.ingest import SATISFIED, Ingestor, close_ticket, reconcile_blocked
+from console.engine.ingest import Ingestor, close_ticket, reconcile_blocked, satisfied
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
@@ -292,8 +292,7 @@ class Engine:
                               f"{brief(task.role)} is not a safe id (letters, digits, '.', "
                               "'_', '-')", task_id=None)
             return False
-        deps = self.store.tasks
-        return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)
+        return all(satisfied(self.store, d) for d in task.depends_on)
 
     def _dispatch(self) -> None:
         free = self.workers - len(self.running)

@@ -374,3 +374,12 @@ def evolve(paths: SddPaths, repo: GitRepo | None, config: EvolutionConfig
                             else "human_review_4h", reason)
             done.append((proposal.proposal_id, outcome, f"deferred: {proposal.title}"))
     return done
+
+
+def evolve_outcome(paths: SddPaths, repo: GitRepo | None, config: EvolutionConfig) -> Outcome:
+    """An evolution pass, and what it did as an Outcome: a line per proposal."""
+    done = evolve(paths, repo, config)
+    if not done:
+        return Outcome.done("no new proposals: the metrics show nothing worth changing")
+    return Outcome.done("\n".join(f"{pid}  {outcome:<24} {message}"
+                                   for pid, outcome, message in done))

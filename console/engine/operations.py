@@ -10,9 +10,8 @@ from collections.abc import Callable
 
 from console.control import Outcome
 from console.engine.errors import EngineError, IllegalTransition
-from console.engine.router import LADDER, next_tier
 from console.engine.store import TaskStore
-from console.model import TaskState
+from console.model import DEFAULT_LADDER, TaskState, effort_of, next_model
 
 CANCELLABLE = frozenset({TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRESS,
                          TaskState.BLOCKED, TaskState.WAITING_FOR_SUBTASKS, TaskState.PLANNED,
@@ -38,11 +37,16 @@ def retry(store: TaskStore, task_id: str) -> Outcome:
                          retry_count=task.retry_count + 1)
     except EngineError as exc:
         return Outcome.refused(str(exc))
-    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1})")
+    last = task.metadata.get("last_model")
+    start = (f"on its pinned model {task.model}" if task.model else
+             "from the cheapest tier the router allows" + (
+                 f", not on {last} where it last ran (e escalates instead)" if last else ""))
+    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1}); "
+                        f"a new chain starts {start}")
 
 
 def escalate(store: TaskStore, task_id: str, model: str | None = None,
-             ladder: tuple[str, ...] = LADDER) -> Outcome:
+             ladder: tuple[str, ...] = DEFAULT_LADDER) -> Outcome:
     """The next attempt runs on a stronger model; a failed task is reopened for it."""
     try:
         task = store.get(task_id)
@@ -51,10 +55,10 @@ def escalate(store: TaskStore, task_id: str, model: str | None = None,
                                    "run again (open, blocked, claimed, running or failed) can be "
                                    "escalated")
         current = task.model or str(task.metadata.get("last_model") or ladder[0])
-        target = model or next_tier(current, ladder)
+        target = model or (next_model(current, ladder) or (None, 0))[0]
         if target is None:
             return Outcome.refused(f"task {task_id} already runs on the top tier ({current})")
-        effort = "max" if "opus" in target else "low" if "haiku" in target else "high"
+        effort = effort_of(target)
         meta = {"escalated_from": current, "next_model": target, "next_effort": effort,
                 "next_kind": "agent", "next_by_operator": task.state is TaskState.IN_PROGRESS,
                 "next_reason": f"escalated by the operator from {current}"}

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from console.model import Task
 from console.remote.client import ServerClient, ServerError
-from console.remote.nodes import decode_node
+from console.remote.health import decode_node
 from console.remote.source import normalise_task
 from console.sdd.fields import RecordError
 from console.sdd.task_codec import decode_task

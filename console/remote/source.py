@@ -19,14 +19,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from console.remote.client import ServerClient, ServerError
-from console.remote.nodes import NodeLoad, decode_nodes, workers_line
+from console.remote.health import ServerHealth, decode_nodes
 from console.remote.sse import EventStream, SseEvent
 from console.sdd.state import Delta, State
 from console.sdd.task_codec import SIGNAL_TYPES
+from console.sdd.task_live import TaskLive, from_detail
 
 #: gate reports are fetched for tasks in these states (a report exists once gates ran)
 GATED_STATES = frozenset({"done", "closed", "failed", "blocked", "pending_approval"})
@@ -34,28 +35,6 @@ MAX_GATE_FETCHES = 50  # per sync: a big server must not cost a request per task
 MONITOR_S = 5.0  # /health and /tasks/counts
 POLL_S = 1.0  # full re-sync while the event stream is down
 RESYNC_S = 60.0  # full re-sync even when all looks well (events dropped without a gap)
-
-
-@dataclass(frozen=True, slots=True)
-class ServerHealth:
-    """What the header shows about the server."""
-
-    url: str
-    status: str = "unknown"  # the server's /health status (ok, degraded), or unreachable
-    latency_ms: float | None = None  # the last request's round trip
-    live: bool = False  # the /events stream is connected
-    detail: str = ""  # why it is unreachable / the stream is down
-    checked_at: float | None = None  # time.time() of the last /health answer
-    draining: bool | None = None  # GET /drain; None: not known
-    workers: tuple[NodeLoad, ...] = ()  # GET /cluster/nodes: per-worker load
-
-    def line(self) -> str:
-        latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
-        drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
-        workers = workers_line(self.workers)
-        return (f"{self.url}  {self.status}  {latency}  "
-                f"events {'live' if self.live else 'down'}{drain}"
-                + (f"  {workers}" if workers else ""))
 
 
 def normalise_task(record: Any) -> Any:
@@ -253,6 +232,21 @@ class RemoteSource:
             if any(t.status in GATED_STATES for t in delta.upserts.values()):
                 delta.merge(self._sync_gate(task_id))
             return delta
+
+    @property
+    def root(self) -> None:
+        return None  # a task server's project is on its host, not here
+
+    def health_line(self) -> str:
+        return self.health.line()
+
+    def task_live(self, task_id: str) -> TaskLive:
+        """Progress, agent status and log tail from `GET /dashboard/tasks/{id}` (a
+        thread's job); a refusal is the problem line, never an exception."""
+        try:
+            return from_detail(self.client.task_detail(task_id))
+        except (ServerError, ValueError) as exc:
+            return TaskLive(problem=str(exc))
 
     def counts_agree(self) -> bool:
         """`GET /tasks/counts` against the state's counts (a cheap drift check)."""

@@ -1,5 +1,6 @@
-"""A task server's cluster nodes (`GET /cluster/nodes`), as the console shows per-worker
-load in its header and a worker reads its own registration: data, checked field by field."""
+"""What the console's header shows about a task server: its health (`ServerHealth`) and
+its cluster nodes' load (`GET /cluster/nodes`, also how a worker reads its own
+registration): data, checked field by field."""
 
 from __future__ import annotations
 
@@ -60,3 +61,25 @@ def workers_line(nodes: tuple[NodeLoad, ...], now: float | None = None) -> str:
     more = f", +{len(nodes) - SHOWN} more" if len(nodes) > SHOWN else ""
     return (f"workers {online}/{len(nodes)}: " + ", ".join(n.label(now) for n in named)
             + more)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHealth:
+    """What the header shows about the server."""
+
+    url: str
+    status: str = "unknown"  # the server's /health status (ok, degraded), or unreachable
+    latency_ms: float | None = None  # the last request's round trip
+    live: bool = False  # the /events stream is connected
+    detail: str = ""  # why it is unreachable / the stream is down
+    checked_at: float | None = None  # time.time() of the last /health answer
+    draining: bool | None = None  # GET /drain; None: not known
+    workers: tuple[NodeLoad, ...] = ()  # GET /cluster/nodes: per-worker load
+
+    def line(self) -> str:
+        latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
+        drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
+        workers = workers_line(self.workers)
+        return (f"{self.url}  {self.status}  {latency}  "
+                f"events {'live' if self.live else 'down'}{drain}"
+                + (f"  {workers}" if workers else ""))
