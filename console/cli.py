@@ -348,9 +348,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         app.run()
         print(f"the demo project stays in {target}", file=sys.stderr)
         return EXIT_OK
-    if args.command == "run" and (args.run_server or args.server):  # a cluster worker
-        from console.cli_cluster import cmd_cluster_run
-        return cmd_cluster_run(_project(args.directory or "."), args)
+    if args.command == "run":  # with --server: a cluster worker
+        from console.cli_cluster import cluster_run
+        if (code := cluster_run(args, _project)) is not None:
+            return code
     if args.server is not None:
         from console.cli_remote import run_remote
 

@@ -44,6 +44,25 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
                      help="with --server: the git remote work lands on (default: origin)")
 
 
+def cluster_run(args: argparse.Namespace, project: Callable[[str], Path]) -> int | None:
+    """`run --server URL` (or `--server URL run`): the worker's exit code; None for a
+    local run, after refusing a worker's options given to it."""
+    if args.run_server or args.server:
+        return cmd_cluster_run(project(args.directory or "."), args)
+    refuse_without_server(args)
+    return None
+
+
+def refuse_without_server(args: argparse.Namespace) -> None:
+    """A local `run` given a worker's options: bad usage, not silently ignored."""
+    given = [flag for flag, value in (("--roles", args.roles), ("--name", args.name),
+                                      ("--on-stop", args.on_stop != "finish" or None),
+                                      ("--remote", args.remote != "origin" or None))
+             if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with run --server URL")
+
+
 class _Link:
     """ClusterClient with each ServerError as the engine's ServerAway (a 5xx or no
     answer: away; a 4xx: this one request refused)."""

@@ -305,3 +305,13 @@ def test_a_clone_without_a_remote_stops_before_claiming(worker_clone) -> None:
     assert out.returncode == 1, out.stdout + out.stderr
     assert "no git remote 'origin'" in out.stderr and "Traceback" not in out.stderr
     assert not [p for p in server.paths() if "/tasks/next" in p]
+
+
+def test_a_workers_options_without_a_server_are_refused(worker_clone) -> None:
+    root, env = worker_clone
+    out = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                          "--roles", "qa", "--on-stop", "release"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.strip() == ("bernstein-tui: --roles, --on-stop: only with run "
+                                  "--server URL")
