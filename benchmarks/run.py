@@ -23,6 +23,7 @@ from benchmarks import (  # noqa: E402
     append_cost,
     bernstein_live,
     burst,
+    cluster_scaling,
     display_sanitize,
     engine_throughput,
     first_paint,
@@ -46,6 +47,7 @@ SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "hostile": hostile.run,
     "display_sanitize": display_sanitize.run,
     "views": views.run,
+    "cluster": cluster_scaling.run,
 }
 
 

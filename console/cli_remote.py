@@ -8,6 +8,7 @@ or `BERNSTEIN_AUTH_TOKEN` and is never printed, not even in an error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -111,12 +112,14 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
     except ServerError as exc:
         raise UsageError(str(exc)) from None
     health = source.check_health()
+    source.check_workers()
     summary = summarise(source.state)
     summary["server"] = {
         "url": client.url, "tenant": client.tenant, "health": health.status,
         "latency_ms": round(health.latency_ms, 1) if health.latency_ms is not None else None,
         "counts": counts,
         "approvals_pending": len(source.state.approvals),
+        "workers": [dataclasses.asdict(node) for node in source.health.workers],
     }
     if as_json:
         print_json(summary)

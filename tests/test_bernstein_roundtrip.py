@@ -255,16 +255,20 @@ def _free_port() -> int:
 
 
 @contextmanager
-def served(project: Project) -> Iterator[str]:
+def served(project: Project, pids: list[int] | None = None, **extra: str) -> Iterator[str]:
     """`bernstein serve` on the project: a free loopback port, our token pinned before it
-    starts, HOME in the temp dir; stopped (its process group) on the way out."""
+    starts, HOME in the temp dir, `extra` in its environment (its pid added to `pids`);
+    stopped (its process group) on the way out."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(project.base / f"serve-{port}.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen([str(BERNSTEIN), "serve", "--host", "127.0.0.1", "--port",
                                str(port)], cwd=project.root, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=_bernstein_env(project.base), start_new_session=True)
+                              env=_bernstein_env(project.base, **extra),
+                              start_new_session=True)
+    if pids is not None:
+        pids.append(server.pid)
     try:
         deadline = time.monotonic() + 90
         while True:

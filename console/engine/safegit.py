@@ -152,9 +152,12 @@ def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = Non
 
 
 def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,
-            timeout_s: float | None = None, work_tree: bool = True) -> str:
-    """Run one git command safely; its stdout, or GitFailed with its last line."""
+            timeout_s: float | None = None, work_tree: bool = True,
+            pass_env: Sequence[str] = ()) -> str:
+    """Run one git command safely; its stdout, or GitFailed with its last line.
+    `pass_env`: more of our environment's names it gets (SSH_AUTH_SOCK for a push)."""
     env = git_env(marker)
+    env.update({k: os.environ[k] for k in pass_env if k in os.environ})
     try:
         done = subprocess.run(git_argv(cwd, args, env, work_tree=work_tree), cwd=cwd, env=env,
                               capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s,
