@@ -38,6 +38,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         from console.cli.local import cmd_demo_console
 
         return cmd_demo_console()
+    if args.command == "run":  # with --server: a cluster worker
+        from console.cli.cluster import cluster_run
+        from console.cli.local import _project
+
+        if (code := cluster_run(args, _project)) is not None:
+            return code
     if args.server is not None:
         from console.cli.remote import run_remote
 

@@ -157,8 +157,7 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
             "risk_level": (proposal.risk_level if proposal and proposal.risk_level
                            else last.risk_level if last else None),
             "confidence": proposal.confidence if proposal else (last.confidence if last else None),
-            "outcome": ("rejected" if last and last.reason.startswith("Rejected by")
-                        else last.outcome if last else None),
+            "outcome": last.shown_outcome if last else None,
             "reviewer": last.reviewer if last else None,
             "reason": last.reason if last else (proposal.reason if proposal else ""),
             "target_files": list(proposal.target_files) if proposal else [],

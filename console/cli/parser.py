@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="agents running at once (default: bernstein.yaml workers, else 2)")
     run.add_argument("--until-idle", action="store_true",
                      help="exit when nothing is left to run")
+    from console.cli.cluster import add_run_options  # argparse-level imports only
+
+    add_run_options(run)
     for name, text in (("retry", "reopen a failed task (retry_count + 1, same id)"),
                        ("escalate", "run the task's next attempt on a stronger model"),
                        ("cancel", "cancel a task and its subtasks, killing a running agent")):

@@ -21,7 +21,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from console.model import EngineEvent, GateReport, Task, TaskState, state_label
+from console.model import EngineEvent, GateReport, Task, TaskState, gate_label, state_label
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 
 if TYPE_CHECKING:
@@ -83,12 +83,6 @@ def print_status(summary: dict[str, Any], where: str, console: Console | None = 
 
 # -- gates ----------------------------------------------------------------------
 
-STATUS_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
-                 "bypassed": "↷"}
-
-
-def gate_label(status: str) -> str:
-    return f"{STATUS_GLYPHS.get(status, '?')} {status}"
 
 
 def print_report(report: GateReport, console: Console | None = None) -> None:

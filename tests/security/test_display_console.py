@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import Static, TabbedContent
 
+from console.action_rules import escalate_refusal
 from console.tui.app import ConsoleApp
 from console.tui.screens.chains import ChainsScreen
 from console.tui.screens.confirm import ConfirmScreen
@@ -89,7 +90,7 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
         assert "hidden text" in log.plain  # SGR 8 (conceal) dropped: the text is seen
         coloured = {log.plain[span.start:span.end] for span in log.spans}
         assert {"red", "bold green"} <= coloured
-        for key, screen in (("C", ChainsScreen), ("Q", QualityScreen), ("P", ProposalsScreen),
+        for key, screen in (("C", ChainsScreen), ("M", QualityScreen), ("P", ProposalsScreen),
                             ("p", ProblemsScreen), ("question_mark", HelpScreen)):
             await pilot.press(key)
             await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))
@@ -99,7 +100,7 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
                 await pilot.press("down")  # the other proposal's detail
                 await pilot.pause(0.2)
                 _shown(app, "the second proposal")
-                await pilot.press("j")
+                await pilot.press("d")  # decline
                 await wait_for(pilot, lambda: isinstance(app.screen, ReasonScreen))
                 _shown(app, "reject reason modal")
                 await pilot.press("escape")
@@ -109,6 +110,11 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
                 await pilot.press("n")
             await pilot.press("escape")
             await wait_for(pilot, lambda screen=screen: not isinstance(app.screen, screen))
+        with app.source.lock:  # a task that may be escalated (else e refuses at once)
+            target = next(t.id for t in app.source.state.tasks.values()
+                          if escalate_refusal(t) is None and t.id in table.task_ids)
+        assert table.move_to(target)
+        await wait_for(pilot, lambda: app.selected == target)
         await pilot.press("e")  # escalate: a confirm dialog naming the task
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         _shown(app, "escalate confirm modal")
