@@ -42,9 +42,11 @@ from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult
 from console.sdd.fileio import atomic_write_text
 from console.sdd.gate_config import GateSpec, QualityGatesConfig, parse_quality_gates
+from console.sdd.gate_registry import GATES
 
 GateFn = Callable[[GateContext], Verdict]
 
+#: how each built gate of the registry (sdd/gate_registry) runs; a test checks they agree
 BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "auto_format": python_gates.auto_format,
     "lint": python_gates.lint,
@@ -64,13 +66,10 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "benchmark": repo_gates.benchmark,
     "intent_verification": repo_gates.intent_verification,
 })
-#: the tool whose version is part of a gate's cache key
-TOOLS = {"auto_format": ("ruff", "ruff"), "lint": ("ruff", "ruff"), "tests": ("pytest", "pytest"),
-         "type_check": ("mypy", "mypy"), "security_scan": ("bandit", "bandit"),
-         "complexity_check": ("radon", "radon"), "dead_code": ("vulture", "vulture"),
-         "coverage_delta": ("coverage", "coverage"), "mutation_testing": ("mutmut", "mutmut")}
-LIBRARIES = {"dlp_scan": "detect-secrets", "pii_scan": "phonenumbers"}
-NEVER_CACHED = frozenset({"benchmark", "dep_audit", "auto_format"})  # state or side effects
+#: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
+TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
+LIBRARIES = {g.name: g.library for g in GATES if g.library is not None}
+NEVER_CACHED = frozenset(g.name for g in GATES if not g.cached)  # state or side effects
 UNCACHED_STATUSES = frozenset({"timeout", "skipped"})  # a tool or endpoint may come back
 BLOCKING = frozenset({"fail", "timeout"})
 MAX_LOG_CHARS = 1024 * 1024
