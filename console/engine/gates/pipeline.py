@@ -31,12 +31,11 @@ from console.engine.gates.base import (
     Verdict,
     run_git_tool,
     run_tool,
-    tool_argv,
-    tool_fingerprint,
 )
 from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
+from console.engine.gates.toolenv import ProjectEnv, find_env
 from console.engine.llm import LlmClient
 from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult
@@ -196,7 +195,8 @@ class PipelineRun:
 class GatePipeline:
     def __init__(self, setup: GateSetup, llm: LlmClient, *, cache: GateCache | None,
                  state_dir: Path, env: Mapping[str, str] | None = None,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, project: Path | None = None) -> None:
+        self.project = project  # where the project's own environment is (.venv, uv.lock)
         self.log_dir = log_dir  # raw tool output, one capped file per task and gate
         self.setup = setup
         self.llm = llm
@@ -208,7 +208,7 @@ class GatePipeline:
     def config(self) -> QualityGatesConfig:
         return self.setup.config
 
-    def _version(self, spec: GateSpec) -> str:
+    def _version(self, spec: GateSpec, tools: ProjectEnv) -> str:
         if spec.name in self.setup.plugins:
             plugin = self.setup.plugins[spec.name]
             source = plugin.origin.split(":", 1)[0]
@@ -220,23 +220,24 @@ class GatePipeline:
             return _library_version(LIBRARIES[spec.name])
         if spec.name in TOOLS:
             try:
-                return tool_fingerprint(tool_argv(*TOOLS[spec.name]))
+                return tools.fingerprint(*TOOLS[spec.name])
             except ToolMissing:
                 return "missing"
         return "builtin"
 
     def _one(self, spec: GateSpec, ctx: GateContext, changes: Changes,
-             bypass: tuple[set[str], str]) -> GateResult:
+             bypass: tuple[set[str], str], tools: ProjectEnv) -> GateResult:
         started = time.monotonic()
         names, reason = bypass
 
         def result(verdict: Verdict, cached: bool = False) -> GateResult:
             blocked = spec.required and verdict.status in BLOCKING
-            details = verdict.details
+            details, _sep, more = verdict.details.strip().partition("\n")  # one line, always
+            digest = verdict.digest or more.strip()
             if spec.required and verdict.status == "skipped":
                 details = f"REQUIRED GATE SKIPPED — {details}"
             return GateResult(spec.name, verdict.status, spec.required, blocked, cached,
-                              int((time.monotonic() - started) * 1000), details, verdict.digest,
+                              int((time.monotonic() - started) * 1000), details, digest,
                               MappingProxyType(dict(verdict.metadata)))
 
         if spec.name in names and self.config.allow_bypass:
@@ -248,7 +249,7 @@ class GatePipeline:
         key = None
         if self.cache is not None and spec.name not in NEVER_CACHED:
             key = cache_key(changes.fingerprint, describe(spec), describe(self.config.options),
-                            self._version(spec), gates_revision())
+                            self._version(spec, tools), gates_revision())
             hit = self.cache.get(key)
             if hit is not None:
                 return result(hit, cached=True)
@@ -266,6 +267,10 @@ class GatePipeline:
         if names and spec.name in names and not self.config.allow_bypass:
             verdict = Verdict(verdict.status, verdict.details + " (bypass requested but "
                               "allow_bypass is false)", verdict.digest, verdict.metadata)
+        if ctx.outputs:  # say which interpreter (project .venv, uv, PATH) ran the tools
+            ran = "; ".join(ctx.ran_with) or tools.describe()
+            verdict = Verdict(verdict.status, verdict.details, verdict.digest,
+                              {**verdict.metadata, "ran_with": ran})
         if key is not None and self.cache is not None and not crashed \
                 and verdict.status not in UNCACHED_STATUSES:
             self.cache.put(key, verdict)
@@ -302,17 +307,20 @@ class GatePipeline:
             return PipelineRun(GateReport(task_id, True, 0, ()), False)
         bypass = _parse_bypass(os.environ if environ is None else environ)
         changes = collect_changes(root, base_ref)
+        tools = find_env(self.project or root)
+        env = self.env if tools.bin_dir is None else \
+            tools.environ(os.environ if self.env is None else self.env)
 
         def context(spec: GateSpec, changes: Changes) -> GateContext:
             return GateContext(root, changes.changed, changes.deleted, base_ref, self.config,
                                spec, task_id, title, description, self.llm, self.state_dir,
-                               self.env, cancel)
+                               env, cancel, resolver=tools.tool)
 
         results: dict[str, GateResult] = {}
         reformatted = False
         first = [s for s in self.config.pipeline if s.name == "auto_format"]
         for spec in first:
-            outcome = self._one(spec, context(spec, changes), changes, bypass)
+            outcome = self._one(spec, context(spec, changes), changes, bypass, tools)
             results[spec.name] = outcome
             if outcome.metadata.get("reformatted") and not outcome.cached:
                 reformatted = True
@@ -322,7 +330,7 @@ class GatePipeline:
             with ThreadPoolExecutor(max_workers=min(4, len(rest)),
                                     thread_name_prefix="gate") as pool:
                 futures = {s.name: pool.submit(self._one, s, context(s, changes), changes,
-                                               bypass) for s in rest}
+                                               bypass, tools) for s in rest}
                 for spec in rest:
                     results[spec.name] = futures[spec.name].result()
         ordered = tuple(results[s.name] for s in self.config.pipeline)
