@@ -266,10 +266,11 @@ class AttemptRunner:
         autofix attempts it took and whether auto_format changed files."""
         assert self.gates is not None
         base_ref = self.gates.config.base_ref or self.repo.base
+        writer = str(task.metadata.get("last_model") or "")  # the cross-model verifier's
         try:
             run = self.gates.run(worktree, task_id=task.id, title=task.title,
                                  description=task.description, base_ref=base_ref,
-                                 cancel=running.cancel)
+                                 cancel=running.cancel, writer_model=writer)
         except ToolMissing as exc:
             return AttemptEnd(TaskState.FAILED, f"gates could not run: {exc}", trigger="adapter")
         write_gate_run(self.paths, run.report)
@@ -285,7 +286,7 @@ class AttemptRunner:
             self.repo.commit_all(worktree, f"autofix: ruff --fix ({task.id})")
             again = self.gates.run(worktree, task_id=task.id, title=task.title,
                                    description=task.description, base_ref=base_ref,
-                                   cancel=running.cancel)
+                                   cancel=running.cancel, writer_model=writer)
             write_gate_run(self.paths, again.report)
             record = {**fixed, "task_id": task.id, "success": not again.blocking}
             if not again.blocking:

@@ -46,7 +46,7 @@ _MAPS = {"benchmark", "intent_verification", "cross_model"}
 _MAP_KEYS = {
     "benchmark": {"enabled", "command", "threshold"},
     "intent_verification": {"enabled", "model", "provider", "block_on_no", "block_on_partial"},
-    "cross_model": {"enabled", "reviewer", "block_on_issues"},
+    "cross_model": {"enabled", "reviewer", "reviewers", "quorum", "block_on_issues"},
 }
 
 

@@ -60,6 +60,9 @@ GATES: tuple[GateDef, ...] = (
     GateDef("large_file", "large_file_check", False, "any_changed", "file sizes (built in)"),
     GateDef("benchmark", "benchmark", True, "always", "benchmark.command against a baseline",
             cached=False),
+    GateDef("cross_model", "cross_model", True, "any_changed",
+            "reviewer models of another family than the writer, after the other gates pass "
+            "(the LLM client; \"not configured\" without an endpoint)"),
     GateDef("comment_quality", "comment_quality_check", False, "python_changed",
             "not built", built=False),
     GateDef("integration_test_gen", "integration_test_gen", True, "python_changed",

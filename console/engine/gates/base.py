@@ -164,6 +164,7 @@ class GateContext:
     #: (executable, module) → (argv, what ran it): the project's environment (toolenv)
     resolver: Callable[[str, str | None], tuple[tuple[str, ...], str]] | None = None
     ran_with: list[str] = field(default_factory=list)  # which interpreter/tool ran, said
+    writer_model: str = ""  # the model whose change this is (the cross-model verifier)
 
     def tool(self, executable: str, module: str | None) -> tuple[str, ...]:
         """How to start a tool here (ToolMissing if it is nowhere), noting what ran it."""

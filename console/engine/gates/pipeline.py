@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from console import __version__
-from console.engine.gates import python_gates, repo_gates, scan_gates
+from console.engine.gates import python_gates, repo_gates, scan_gates, verifier
 from console.engine.gates.base import (
     GateContext,
     ToolMissing,
@@ -64,6 +64,7 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "dep_audit": repo_gates.dep_audit,
     "benchmark": repo_gates.benchmark,
     "intent_verification": repo_gates.intent_verification,
+    "cross_model": verifier.cross_model,
 })
 #: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
 TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
@@ -71,6 +72,8 @@ LIBRARIES = {g.name: g.library for g in GATES if g.library is not None}
 NEVER_CACHED = frozenset(g.name for g in GATES if not g.cached)  # state or side effects
 UNCACHED_STATUSES = frozenset({"timeout", "skipped"})  # a tool or endpoint may come back
 BLOCKING = frozenset({"fail", "timeout"})
+AFTER_THE_REST = frozenset({"cross_model"})  # the reviewer sees a change the gates passed
+LAST_OR_FIRST = AFTER_THE_REST | {"auto_format"}
 MAX_LOG_CHARS = 1024 * 1024
 PY_SUFFIXES = (".py", ".pyi")
 DEPENDENCY_FILES = ("requirements", "pyproject.toml", "setup.py", "setup.cfg", "poetry.lock",
@@ -226,7 +229,8 @@ class GatePipeline:
         return "builtin"
 
     def _one(self, spec: GateSpec, ctx: GateContext, changes: Changes,
-             bypass: tuple[set[str], str], tools: ProjectEnv) -> GateResult:
+             bypass: tuple[set[str], str], tools: ProjectEnv,
+             skip: str | None = None) -> GateResult:
         started = time.monotonic()
         names, reason = bypass
 
@@ -244,6 +248,8 @@ class GatePipeline:
             return result(Verdict("bypassed", f"bypassed: {reason or 'no reason given'}",
                                   metadata={"reason": reason or None,
                                             "actor": os.environ.get("USER")}))
+        if skip is not None:
+            return result(Verdict("skipped", skip))
         if not condition_met(spec.condition, changes.changed + changes.deleted):
             return result(Verdict("skipped", f"condition {spec.condition} not met"))
         key = None
@@ -301,7 +307,7 @@ class GatePipeline:
 
     def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
             base_ref: str, environ: Mapping[str, str] | None = None,
-            cancel=None) -> PipelineRun:  # type: ignore[no-untyped-def]
+            cancel=None, writer_model: str = "") -> PipelineRun:  # type: ignore[no-untyped-def]
         started = time.monotonic()
         if not self.config.enabled or not self.config.pipeline:
             return PipelineRun(GateReport(task_id, True, 0, ()), False)
@@ -314,7 +320,7 @@ class GatePipeline:
         def context(spec: GateSpec, changes: Changes) -> GateContext:
             return GateContext(root, changes.changed, changes.deleted, base_ref, self.config,
                                spec, task_id, title, description, self.llm, self.state_dir,
-                               env, cancel, resolver=tools.tool)
+                               env, cancel, resolver=tools.tool, writer_model=writer_model)
 
         results: dict[str, GateResult] = {}
         reformatted = False
@@ -325,7 +331,7 @@ class GatePipeline:
             if outcome.metadata.get("reformatted") and not outcome.cached:
                 reformatted = True
                 changes = collect_changes(root, base_ref)
-        rest = [s for s in self.config.pipeline if s.name != "auto_format"]
+        rest = [s for s in self.config.pipeline if s.name not in LAST_OR_FIRST]
         if rest:
             with ThreadPoolExecutor(max_workers=min(4, len(rest)),
                                     thread_name_prefix="gate") as pool:
@@ -333,6 +339,14 @@ class GatePipeline:
                                                bypass, tools) for s in rest}
                 for spec in rest:
                     results[spec.name] = futures[spec.name].result()
+        for spec in (s for s in self.config.pipeline if s.name in AFTER_THE_REST):
+            if any(r.blocked for r in results.values()):  # a reviewer reads passing changes
+                results[spec.name] = self._one(spec, context(spec, changes), changes,
+                                               (set(), ""), tools, skip="not reviewed: "
+                                               "another required gate blocks")
+            else:
+                results[spec.name] = self._one(spec, context(spec, changes), changes, bypass,
+                                               tools)
         ordered = tuple(results[s.name] for s in self.config.pipeline)
         report = GateReport(
             task_id=task_id, overall_pass=not any(r.blocked for r in ordered),

@@ -169,16 +169,20 @@ def redact_secrets(text: str) -> str:
     return "\n".join(out)
 
 
+def working_diff(ctx: GateContext) -> str:
+    """The change against base_ref, for a model to read: not through ctx.run (the diff
+    must not land in the gate log); callers redact secrets."""
+    env = git_env()
+    return run_tool(git_argv(ctx.root, ["diff", *NO_DIFF_PROGRAMS, ctx.base_ref], env),
+                    ctx.root, 60, env=env).output
+
+
 def intent_verification(ctx: GateContext) -> Verdict:
     settings = ctx.option("intent_verification", {})
     settings = settings if isinstance(settings, dict) else {}
     if not ctx.llm.configured:
         return Verdict("skipped", f"skipped: {ctx.llm.not_configured_reason()}")
-    # not through ctx.run: the diff must not land in the gate log, and secrets are redacted
-    env = git_env()
-    raw = run_tool(git_argv(ctx.root, ["diff", *NO_DIFF_PROGRAMS, ctx.base_ref], env), ctx.root,
-                   60, env=env).output[:12000]
-    diff = redact_secrets(raw)
+    diff = redact_secrets(working_diff(ctx)[:12000])
     system = ("You check whether a code change does what its task asks. Answer YES, NO or "
               "PARTIAL on the first line, then one line why.")
     user = f"Task: {ctx.task_title}\n{ctx.task_description}\n\nDiff:\n{diff}"
