@@ -47,3 +47,11 @@ def test_a_flag_for_a_gate_not_built_is_refused_not_ignored(tmp_path: Path) -> N
     assert len(result.stderr.strip().splitlines()) == 1
     (root / "bernstein.yaml").write_text("quality_gates:\n  comment_quality_check: false\n")
     assert gates(root).returncode == 0
+
+
+def test_readme_gate_table_lists_every_registry_gate() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme[readme.index("| gate | flag, default required, condition |"):]
+    rows = table[:table.index("\n\n")].splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == [g.name for g in GATES]
+    assert set(SEED_000) <= {row.split("`")[1] for row in rows}
