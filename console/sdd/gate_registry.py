@@ -64,11 +64,12 @@ GATES: tuple[GateDef, ...] = (
             "reviewer models of another family than the writer, after the other gates pass "
             "(the LLM client; \"not configured\" without an endpoint)"),
     GateDef("comment_quality", "comment_quality_check", False, "python_changed",
-            "not built", built=False),
+            "the AST: public functions and classes the change adds without a docstring"),
     GateDef("integration_test_gen", "integration_test_gen", True, "python_changed",
             "not built", built=False),
-    GateDef("review_rubric", "review_rubric", True, "python_changed", "not built",
-            built=False),
+    GateDef("review_rubric", "review_rubric", True, "python_changed",
+            "seed 003's rubric (four weighted dimensions, 1-5) by the LLM client; "
+            "\"not configured\" without an endpoint"),
     GateDef("test_expansion", "test_expansion", False, "python_changed", "not built",
             built=False),
     GateDef("agent_test_mutation", "agent_test_mutation", True, "tests_changed", "not built",

@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from console import __version__
-from console.engine.gates import python_gates, repo_gates, scan_gates, verifier
+from console.engine.gates import extra_gates, python_gates, repo_gates, scan_gates, verifier
 from console.engine.gates.base import (
     GateContext,
     ToolMissing,
@@ -65,6 +65,8 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "benchmark": repo_gates.benchmark,
     "intent_verification": repo_gates.intent_verification,
     "cross_model": verifier.cross_model,
+    "comment_quality": extra_gates.comment_quality,
+    "review_rubric": extra_gates.review_rubric,
 })
 #: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
 TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
