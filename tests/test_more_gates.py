@@ -1,11 +1,12 @@
-"""comment_quality and review_rubric (#20.2), on a real repo; the rubric against the
-local OpenAI-compatible server."""
+"""comment_quality, review_rubric and agent_test_mutation (#20.2), on real repos; the
+rubric against the local OpenAI-compatible server."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from tests.engine_kit import git
 from tests.llm_server import llm_server
 from tests.test_gates import by_name, gates, make_project
 
@@ -55,3 +56,31 @@ def test_review_rubric_scores_the_diff_or_says_not_configured(tmp_path: Path) ->
         high = by_name(json.loads(gates(root, "--json").stdout))["review_rubric"]
         assert high["status"] == "pass" and high["metadata"]["global_score"] == 5.0
     assert len(seen) == 2
+
+
+def test_agent_test_mutation_measures_the_changed_tests(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "quality_gates:\n" + OFF + "  agent_test_mutation: true\n")
+    (root / "src" / "calc" / "__init__.py").write_text(
+        "def add(a: int, b: int) -> int:\n    return a + b\n\n\n"
+        "def positive(a: int) -> bool:\n    return a > 0\n")
+    git_commit(root)
+    weak = root / "tests" / "test_calc.py"
+    weak.write_text("from calc import add, positive\n\n\ndef test_add():\n"
+                    "    assert add(1, 2) is not None\n    assert positive(1) is not None\n")
+    result = gates(root, "--json")
+    assert result.returncode == 1, result.stderr
+    gate = by_name(json.loads(result.stdout))["agent_test_mutation"]
+    assert gate["status"] == "fail" and gate["blocked"]
+    assert gate["details"] == "the changed tests killed 0 of 2 mutant(s) (0%, threshold 50%)"
+    assert "src/calc/__init__.py:2: mutant survived: a + b → a - b" in gate["digest"]
+    assert "src/calc/__init__.py:6: mutant survived: a > 0 → a <= 0" in gate["digest"]
+    weak.write_text("from calc import add, positive\n\n\ndef test_add():\n"
+                    "    assert add(1, 2) == 3\n    assert positive(1)\n")
+    strong = by_name(json.loads(gates(root, "--json").stdout))["agent_test_mutation"]
+    assert strong["status"] == "pass" and strong["metadata"]["killed"] == 2
+    assert not (root / "src" / "calc" / "__init__.py").read_text().count("a - b")
+
+
+def git_commit(root: Path) -> None:
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "code")

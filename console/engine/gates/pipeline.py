@@ -24,7 +24,14 @@ from types import MappingProxyType
 from typing import Any
 
 from console import __version__
-from console.engine.gates import extra_gates, python_gates, repo_gates, scan_gates, verifier
+from console.engine.gates import (
+    agent_mutation,
+    extra_gates,
+    python_gates,
+    repo_gates,
+    scan_gates,
+    verifier,
+)
 from console.engine.gates.base import (
     GateContext,
     ToolMissing,
@@ -67,6 +74,7 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "cross_model": verifier.cross_model,
     "comment_quality": extra_gates.comment_quality,
     "review_rubric": extra_gates.review_rubric,
+    "agent_test_mutation": agent_mutation.agent_test_mutation,
 })
 #: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
 TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
