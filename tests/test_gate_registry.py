@@ -39,13 +39,13 @@ def test_default_pipeline_follows_every_registry_flag() -> None:
 
 
 def test_a_flag_for_a_gate_not_built_is_refused_not_ignored(tmp_path: Path) -> None:
-    root = make_project(tmp_path, "quality_gates:\n  test_expansion: true\n")
+    root = make_project(tmp_path, "quality_gates:\n  migration_reversibility: true\n")
     result = gates(root)
     assert result.returncode == 2
-    assert "quality_gates.test_expansion: gate 'test_expansion' is not supported " \
-        "yet" in result.stderr, result.stderr
+    assert "quality_gates.migration_reversibility: gate 'migration_reversibility' is not " \
+        "supported yet" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    (root / "bernstein.yaml").write_text("quality_gates:\n  test_expansion: false\n")
+    (root / "bernstein.yaml").write_text("quality_gates:\n  migration_reversibility: false\n")
     assert gates(root).returncode == 0
 
 

@@ -84,3 +84,36 @@ def test_agent_test_mutation_measures_the_changed_tests(tmp_path: Path) -> None:
 def git_commit(root: Path) -> None:
     git(root, "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "code")
+
+
+def test_generated_tests_run_in_a_copy_and_fail_or_pass(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "quality_gates:\n" + OFF + "  test_expansion: true\n"
+                                  "  integration_test_gen: true\n")
+    (root / "src" / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    skipped = by_name(json.loads(gates(root, "--json").stdout))
+    assert skipped["integration_test_gen"]["details"] == (
+        "REQUIRED GATE SKIPPED — not configured: no LLM endpoint configured (set "
+        "llm.base_url in bernstein.yaml)")
+    assert skipped["test_expansion"]["status"] == "skipped"
+
+    def answer(body: dict, number: int) -> tuple[int, str]:
+        if "integration test" in body["messages"][0]["content"]:
+            return 200, ("```python\nfrom calc import add\n\n\ndef test_adds():\n"
+                         "    assert add(2, 2) == 4\n```")
+        return 200, "```python\nfrom calc import add\n\n\ndef test_zero():\n" \
+                    "    assert add(0, 0) == 0\n```"
+
+    with llm_server(answer) as (url, _seen):
+        (root / "bernstein.yaml").write_text(
+            "quality_gates:\n" + OFF + "  test_expansion: true\n  integration_test_gen: true\n"
+            f"  cache_enabled: false\nllm: {{base_url: '{url}'}}\n")
+        result = gates(root, "--json")
+    assert result.returncode == 1, result.stderr
+    results = by_name(json.loads(result.stdout))
+    integration, expansion = results["integration_test_gen"], results["test_expansion"]
+    assert integration["status"] == "fail" and integration["blocked"]
+    assert integration["details"] == "1 generated test(s) fail"
+    assert "tests/test_bt_integration_test_gen.py::test_adds failed: assert 0 == 4" in \
+        integration["digest"]
+    assert expansion["status"] == "pass" and expansion["details"] == "1 generated test(s) pass"
+    assert not (root / "tests" / "test_bt_integration_test_gen.py").exists()  # a copy ran it

@@ -66,12 +66,14 @@ GATES: tuple[GateDef, ...] = (
     GateDef("comment_quality", "comment_quality_check", False, "python_changed",
             "the AST: public functions and classes the change adds without a docstring"),
     GateDef("integration_test_gen", "integration_test_gen", True, "python_changed",
-            "not built", built=False),
+            "an integration test the LLM client writes for the change, run with the "
+            "project's pytest", tool=("pytest", "pytest")),
     GateDef("review_rubric", "review_rubric", True, "python_changed",
             "seed 003's rubric (four weighted dimensions, 1-5) by the LLM client; "
             "\"not configured\" without an endpoint"),
-    GateDef("test_expansion", "test_expansion", False, "python_changed", "not built",
-            built=False),
+    GateDef("test_expansion", "test_expansion", False, "python_changed",
+            "extra unit tests the LLM client writes for the change, run with the project's "
+            "pytest", tool=("pytest", "pytest")),
     GateDef("agent_test_mutation", "agent_test_mutation", True, "tests_changed",
             "pytest: the changed tests against mutants of the modules they import",
             tool=("pytest", "pytest")),

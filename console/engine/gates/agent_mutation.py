@@ -27,7 +27,7 @@ MAX_SOURCES = 3
 _SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv,
                             ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE,
                             ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt}
-_IGNORED = shutil.ignore_patterns(".git", ".sdd", ".venv", "venv", "__pycache__",
+IGNORED_IN_COPIES = shutil.ignore_patterns(".git", ".sdd", ".venv", "venv", "__pycache__",
                                   "node_modules", ".mypy_cache", ".ruff_cache")
 
 
@@ -79,7 +79,7 @@ def agent_test_mutation(ctx: GateContext) -> Verdict:
     threshold = float(ctx.option("mutation_threshold", 0.5))
     with tempfile.TemporaryDirectory(prefix="bt-agent-mutation-") as tmp:
         tree = Path(tmp) / "tree"
-        shutil.copytree(ctx.root, tree, ignore=_IGNORED, symlinks=True)
+        shutil.copytree(ctx.root, tree, ignore=IGNORED_IN_COPIES, symlinks=True)
         clean = run_tool(argv, tree, ctx.timeout_s, env=env, cancel=ctx.cancel)
         if clean.exit_code != 0:
             return Verdict("skipped", "the changed tests do not pass unmutated (the tests gate "

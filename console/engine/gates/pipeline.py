@@ -75,6 +75,8 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "comment_quality": extra_gates.comment_quality,
     "review_rubric": extra_gates.review_rubric,
     "agent_test_mutation": agent_mutation.agent_test_mutation,
+    "integration_test_gen": extra_gates.integration_test_gen,
+    "test_expansion": extra_gates.test_expansion,
 })
 #: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
 TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
