@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import REPO, Figure
+from benchmarks.common import REPO, Figure, came_up, stop_group
 from benchmarks.terminal import Screen, wait_trace
 from console.remote.client import ServerClient, ServerError
 
@@ -82,17 +81,9 @@ class Server:
             cwd=self.project, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True)
         self.client = ServerClient(self.url, token=self.token)  # the console's own client
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                self.client.health()
-                break
-            except ServerError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(
-                        f"bernstein serve did not come up (log: {self.log.name})") from None
-                time.sleep(0.5)
+        if not came_up(self.client, self.process):
+            self.stop()
+            raise RuntimeError(f"bernstein serve did not come up (log: {self.log.name})")
 
     def load(self, count: int) -> None:
         for index in range(count):  # a refusal (e.g. 429 past the quota) is a ServerError
@@ -103,13 +94,7 @@ class Server:
     def stop(self) -> None:
         if hasattr(self, "client"):
             self.client.close()
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        stop_group(self.process)
         self.log.close()
 
 

@@ -6,9 +6,12 @@ import atexit
 import os
 import platform
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,3 +79,30 @@ def dataset(name: str) -> Path:
 def console_argv(root: Path) -> list[str]:
     """The console, watching only (no engine), as an operator starts it."""
     return [sys.executable, "-m", "console", "-C", str(root), "--read-only"]
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """A server started in its own session: SIGTERM to its group, then SIGKILL after 20 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+def came_up(client: Any, process: subprocess.Popen[bytes], timeout: float = 120) -> bool:
+    """Poll a task server's /health (through the console's client) until it answers;
+    False when the process died or the time ran out."""
+    from console.remote.client import ServerError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.health()
+            return True
+        except ServerError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)

@@ -23,6 +23,7 @@ from benchmarks import (  # noqa: E402
     append_cost,
     bernstein_live,
     burst,
+    cluster_scaling,
     display_sanitize,
     engine_throughput,
     first_paint,
@@ -30,6 +31,7 @@ from benchmarks import (  # noqa: E402
     hostile,
     idle,
     latency,
+    views,
 )
 from benchmarks.common import Figure, machine  # noqa: E402
 
@@ -44,6 +46,8 @@ SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "bernstein_live": bernstein_live.run,
     "hostile": hostile.run,
     "display_sanitize": display_sanitize.run,
+    "views": views.run,
+    "cluster": cluster_scaling.run,
 }
 
 

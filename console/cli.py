@@ -83,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="agents running at once (default: bernstein.yaml workers, else 2)")
     run.add_argument("--until-idle", action="store_true",
                      help="exit when nothing is left to run")
+    from console.cli_cluster import add_run_options  # lazily: it imports this module
+    add_run_options(run)
     for name, text in (("retry", "reopen a failed task (retry_count + 1, same id)"),
                        ("escalate", "run the task's next attempt on a stronger model"),
                        ("cancel", "cancel a task and its subtasks, killing a running agent")):
@@ -139,8 +141,7 @@ def cmd_status(root: Path, as_json: bool) -> int:
 def cmd_init(root: Path) -> int:
     from console.sdd.skeleton import init_project
 
-    # a fresh project only: a bernstein.yaml, .bernstein/ or .sdd/ (tickets) already here
-    # came from someone else, and is trusted with `trust` once read
+    # a fresh project only: what is already here came from someone else (trust it once read)
     fresh = not any(os.path.lexists(root / name) for name in ("bernstein.yaml", ".bernstein",
                                                               ".sdd"))
     created = init_project(root)
@@ -182,7 +183,6 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
 
 
 def cmd_gates(root: Path, as_json: bool) -> int:
-
     from console.engine.gates.base import ToolMissing
     from console.engine.gates.cache import GateCache
     from console.engine.gates.pipeline import GatePipeline, load_gate_setup
@@ -249,8 +249,7 @@ def cmd_proposals(root: Path, as_json: bool) -> int:
             "risk_level": (proposal.risk_level if proposal and proposal.risk_level
                            else last.risk_level if last else None),
             "confidence": proposal.confidence if proposal else (last.confidence if last else None),
-            "outcome": ("rejected" if last and last.reason.startswith("Rejected by")
-                        else last.outcome if last else None),
+            "outcome": last.shown_outcome if last else None,
             "reviewer": last.reviewer if last else None,
             "reason": last.reason if last else (proposal.reason if proposal else ""),
             "target_files": list(proposal.target_files) if proposal else [],
@@ -351,6 +350,10 @@ def run(argv: Sequence[str] | None = None) -> int:
         app.run()
         print(f"the demo project stays in {target}", file=sys.stderr)
         return EXIT_OK
+    if args.command == "run":  # with --server: a cluster worker
+        from console.cli_cluster import cluster_run
+        if (code := cluster_run(args, _project)) is not None:
+            return code
     if args.server is not None:
         from console.cli_remote import run_remote
 

@@ -8,6 +8,7 @@ or `BERNSTEIN_AUTH_TOKEN` and is never printed, not even in an error.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -91,7 +92,8 @@ def ladder_for(directory: str | None) -> tuple[str, ...] | None:
 
 def remote_control(client: ServerClient, source: RemoteSource | None,
                    directory: str | None) -> Control:
-    from console.remote.control import DEFAULT_LADDER, RemoteControl
+    from console.model import DEFAULT_LADDER
+    from console.remote.control import RemoteControl
 
     return RemoteControl(client, ladder=ladder_for(directory) or DEFAULT_LADDER,
                          refresh=source.refresh_task if source is not None else None,
@@ -110,12 +112,14 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
     except ServerError as exc:
         raise UsageError(str(exc)) from None
     health = source.check_health()
+    source.check_workers()
     summary = summarise(source.state)
     summary["server"] = {
         "url": client.url, "tenant": client.tenant, "health": health.status,
         "latency_ms": round(health.latency_ms, 1) if health.latency_ms is not None else None,
         "counts": counts,
         "approvals_pending": len(source.state.approvals),
+        "workers": [dataclasses.asdict(node) for node in source.health.workers],
     }
     if as_json:
         print_json(summary)

@@ -6,15 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from console.model import GateReport
+from console.model import GateReport, gate_label
 from console.sdd.sanitize import data_text
-
-STATUS_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
-                 "bypassed": "↷"}
-
-
-def gate_label(status: str) -> str:
-    return f"{STATUS_GLYPHS.get(status, '?')} {status}"
 
 
 def print_report(report: GateReport, console: Console | None = None) -> None:

@@ -92,18 +92,75 @@ def can_transition(src: TaskState, dst: TaskState) -> bool:
 STATE_GLYPHS: MappingProxyType[str, str] = MappingProxyType(
     {
         "planned": "◌", "open": "○", "claimed": "◔", "in_progress": "▶", "done": "✓",
-        "closed": "✔", "failed": "✗", "blocked": "⏸", "waiting_for_subtasks": "⋯",
+        "closed": "✔", "failed": "✗", "blocked": "⊟", "waiting_for_subtasks": "⋯",
         "cancelled": "⊘", "orphaned": "⚠", "pending_approval": "?", "abandoned": "⊗",
-        "blocked_by_abandon": "⏸", "blocked_by_failed_dep": "⏸", "refused": "⊖",
+        "blocked_by_abandon": "⊟", "blocked_by_failed_dep": "⊟", "refused": "⊖",
         "suspended": "‖",
     }
 )
 UNKNOWN_STATE_GLYPH = "¿"
 
+#: A task whose work was delivered (Bernstein's SUCCESSFUL_TASK_STATUSES): the only
+#: statuses that satisfy a dependant, pass a phase gate or count as a success.
+SUCCEEDED = frozenset({"done", "closed"})
+#: Ended without delivering (its UNSUCCESSFUL_TERMINAL_STATUSES): a dependant can never run.
+DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
+
+
+# -- the model ladder (seeds 001/002): cheapest first ---------------------------------
+
+DEFAULT_LADDER: tuple[str, ...] = ("haiku", "sonnet", "opus")
+#: a model's default reasoning effort, by the ladder name it contains; else "high"
+EFFORT_BY_MODEL: MappingProxyType[str, str] = MappingProxyType({"opus": "max", "haiku": "low"})
+
+
+def tier_of(model: str, ladder: tuple[str, ...] = DEFAULT_LADDER) -> int | None:
+    """A model's rung: the first ladder name it contains, case-insensitively
+    ("claude-sonnet-4" is on "sonnet"); None off the ladder."""
+    name = model.lower()
+    return next((i for i, tier in enumerate(ladder) if tier.lower() in name), None)
+
+
+def next_model(current: str | None, ladder: tuple[str, ...] = DEFAULT_LADDER
+               ) -> tuple[str, int] | None:
+    """The next stronger model and its rung; None at the top. No model, or one off the
+    ladder, goes to the second rung (the first is where every task starts)."""
+    index = tier_of(current, ladder) if current else None
+    if index is not None:
+        return (ladder[index + 1], index + 1) if index + 1 < len(ladder) else None
+    step = min(1, len(ladder) - 1)
+    return ladder[step], step
+
+
+def effort_of(model: str) -> str:
+    name = model.lower()
+    return next((e for key, e in EFFORT_BY_MODEL.items() if key in name), "high")
+
+
+#: a gate result's status and its glyph (the word is always shown beside it)
+GATE_GLYPHS: MappingProxyType[str, str] = MappingProxyType(
+    {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–", "bypassed": "↷"})
+
+
+def gate_label(status: str) -> str:
+    """Glyph and word, e.g. "✗ fail"; an unknown status gets "?"."""
+    return f"{GATE_GLYPHS.get(status, '?')} {status}"
+
 
 def state_label(status: str) -> str:
     """Glyph and word, e.g. "✗ failed"; an unknown state keeps the word as written."""
     return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {status}"
+
+
+#: Bernstein 3.23.0's long state names, shortened for a table cell (each stays distinct;
+#: the detail shows the full name). "⏸" is the engine's pause only, never a task state.
+SHORT_STATES: MappingProxyType[str, str] = MappingProxyType({
+    "blocked_by_failed_dep": "dep failed", "blocked_by_abandon": "dep abandoned",
+    "waiting_for_subtasks": "subtasks", "pending_approval": "approval"})
+
+
+def short_state_label(status: str) -> str:
+    return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {SHORT_STATES.get(status, status)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -206,6 +206,12 @@ class Decision:
         """Bernstein's get_pending_decisions rule for the latest decision."""
         return self.requires_human and self.outcome in HUMAN_OUTCOMES
 
+    @property
+    def shown_outcome(self) -> str:
+        """The outcome as an operator reads it: Bernstein records a human's rejection
+        with the outcome it rejected, and "Rejected by …" as the reason."""
+        return "rejected" if self.reason.startswith("Rejected by") else self.outcome
+
 
 @dataclass(frozen=True, slots=True)
 class Experiment:

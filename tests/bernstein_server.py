@@ -81,6 +81,7 @@ class FakeBernstein:
         self.approvals: dict[str, dict[str, Any]] = {}
         self.decided: dict[str, str] = {}
         self.draining = False
+        self.logs: dict[str, str] = {}  # agent session -> its log (GET /dashboard/tasks/{id})
         self.muted = False  # mutations publish no event (a slow reader's lost events)
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path+query, headers
         self.injected: dict[tuple[str, str], list[tuple[int, Any, dict[str, str]]]] = {}
@@ -264,6 +265,22 @@ class _Handler(BaseHTTPRequestHandler):
                                      "total": len(tasks), "limit": limit, "offset": offset})
         if method == "GET" and path == "/tasks/counts":
             return self._reply(200, fake.counts())
+        detail = re.fullmatch(r"/dashboard/tasks/([0-9a-zA-Z_-]+)", path)
+        if method == "GET" and detail:  # as 3.23.0's routes/task_detail.py answers
+            with fake.lock:
+                task = fake.tasks.get(detail.group(1))
+                if task is None:
+                    return self._reply(404, {"detail": f"Task '{detail.group(1)}' not found"})
+                agent = task.get("assigned_agent") or ""
+                log = fake.logs.get(agent, "")
+                return self._reply(200, {
+                    "task": dict(task), "log_tail": log, "log_size": len(log.encode()),
+                    "progress_entries": [
+                        {"message": str(e.get("message", "")), "percent": int(e.get("percent", 0)),
+                         "timestamp": float(e.get("timestamp", 0))}
+                        for e in task.get("progress_log") or []],
+                    "agent_status": "assigned" if agent else "", "artifacts": [],
+                    "progress": None})
         if method == "GET" and path == "/tasks/archive":
             return self._reply(200, fake.archive[-int(query.get("limit", ["50"])[0]):])
         if method == "POST" and path == "/tasks":

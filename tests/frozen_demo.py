@@ -6,6 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.pilot import Pilot
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "demo-frozen"
@@ -43,30 +48,45 @@ def frozen_app(where: Path, **kwargs):  # type: ignore[no-untyped-def]
 
 #: the screens drawn from the recording: name → (keys pressed, screen class name)
 SHOTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "main": (("down",) * 4, "Screen"),  # DEMO-05, blocked: its Summary tab says why
-    "main-chain": (("down", "tab", "right", "right"), "Screen"),  # DEMO-02, its Chain tab
-    "main-reflections": (("down", "tab", "right", "right", "right"), "Screen"),
+    "main": (("down",) * 4, "MainScreen"),  # DEMO-05, blocked: its Summary tab says why
+    "main-chain": (("down", "tab", "right", "right"), "MainScreen"),  # DEMO-02, its Chain tab
+    "main-reflections": (("down", "tab", "right", "right", "right"), "MainScreen"),
     "proposals": (("P",), "ProposalsScreen"),
     "chains": (("C",), "ChainsScreen"),
-    "quality": (("Q",), "QualityScreen"),
+    "quality": (("M",), "QualityScreen"),
     "help": (("question_mark",), "HelpScreen"),
 }
 
 
-async def settle(pilot, keys: tuple[str, ...], screen: str) -> None:  # type: ignore[no-untyped-def]
+def footer_up(app: App[int]) -> bool:
+    """The footer is mounted (after the first paint) and has its keys."""
+    from textual.widgets import Footer
+
+    footer = app.screen.query(Footer)
+    return bool(footer) and bool(footer.first().children)
+
+
+def no_blink(app: App[int]) -> None:
+    """Inputs on the screen stop blinking their cursor (a snapshot is one instant)."""
+    from textual.widgets import Input
+
+    for box in app.screen.query(Input):
+        box.cursor_blink = False
+
+
+async def settle(pilot: Pilot[int], keys: tuple[str, ...], screen: str) -> None:
     """Wait for the whole recording to load, press the keys, wait for the screen."""
+    from console.tui.app import ConsoleApp
     from console.tui.widgets.task_detail import TaskDetail
     from console.tui.widgets.task_table import TaskTable
 
     app = pilot.app
+    assert isinstance(app, ConsoleApp)
     expected = {json.loads(line)["id"] for line in
                 (FIXTURE / ".sdd" / "runtime" / "tasks.jsonl").read_text().splitlines()}
-    from textual.widgets import Footer
-
     for _ in range(400):
-        footer = app.screen.query(Footer)  # mounted after the first paint
-        if app.loaded and app.query_one(TaskTable).row_count == len(expected) \
-                and app.query_one(TaskDetail).active and footer and footer.first().children:
+        if app.loaded and len(app.main.query_one(TaskTable).rows) == len(expected) \
+                and app.main.query_one(TaskDetail).active and footer_up(app):
             break
         await pilot.pause(0.05)
     await pilot.pause(0.2)  # the first row's detail

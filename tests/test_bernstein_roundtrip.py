@@ -31,6 +31,7 @@ import pytest
 
 from console.engine.evolution import Proposal, record_proposal, unified_diff
 from console.sdd.paths import SddPaths
+from console.sdd.task_live import from_detail
 from tests.engine_kit import git, make_repo, tasks, ticket
 from tests.test_engine_run import _env, run_cli
 
@@ -141,6 +142,11 @@ def test_the_engine_wrote_the_states_and_lines_bernstein_reads(project: Project)
     assert {m["provider"] for m in metrics} == {"script"}  # the adapter that ran
     for line in _lines(root, "evolution/experiments.jsonl"):
         assert line.get("delta", 0.0) is not None and line["cost_usd"] is not None
+    entries = _lines(root, "runtime/progress/P1.jsonl")  # where the attempt got to
+    assert {e["kind"] for e in entries} == {"entry"}
+    percents = [e["percent"] for e in entries]
+    assert percents[0] == 10 and percents[-1] == 100 and percents == sorted(percents)
+    assert entries[-1]["message"].startswith("attempt 1 done")
 
 
 # -- Bernstein's CLI ---------------------------------------------------------------
@@ -249,16 +255,20 @@ def _free_port() -> int:
 
 
 @contextmanager
-def served(project: Project) -> Iterator[str]:
+def served(project: Project, pids: list[int] | None = None, **extra: str) -> Iterator[str]:
     """`bernstein serve` on the project: a free loopback port, our token pinned before it
-    starts, HOME in the temp dir; stopped (its process group) on the way out."""
+    starts, HOME in the temp dir, `extra` in its environment (its pid added to `pids`);
+    stopped (its process group) on the way out."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(project.base / f"serve-{port}.log", "w")  # noqa: SIM115 - closed below
     server = subprocess.Popen([str(BERNSTEIN), "serve", "--host", "127.0.0.1", "--port",
                                str(port)], cwd=project.root, stdout=log,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env=_bernstein_env(project.base), start_new_session=True)
+                              env=_bernstein_env(project.base, **extra),
+                              start_new_session=True)
+    if pids is not None:
+        pids.append(server.pid)
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -338,6 +348,11 @@ def test_bernstein_serves_our_tasks_archive_and_quality_and_unblocks(copy: Proje
         forecast = _ok(url, "/quality/budget-forecast")  # reads metrics/tasks.jsonl
         assert forecast["current_spend_usd"] == pytest.approx(
             sum(m["cost_usd"] for m in finished.values()), abs=1e-4)
+        # the server replays our progress entries; the console reads them back (#17.4)
+        replayed = [e["message"] for e in _ok(url, "/tasks/P1")["progress_log"]]
+        assert replayed == [e["message"] for e in _lines(root, "runtime/progress/P1.jsonl")]
+        live = from_detail(_ok(url, "/dashboard/tasks/P1"))
+        assert [e["message"] for e in live.progress] == replayed
         stranded = _ok(url, "/tasks/B1")
         assert (stranded["status"], stranded["result_summary"]) == (
             "blocked_by_failed_dep", "dependency F1 is failed")

@@ -51,6 +51,7 @@ def test_actions_reach_a_running_engine_through_its_inbox(tmp_path: Path) -> Non
 
         retried = _cli(root, "retry", "F")
         assert retried.returncode == 0 and "open again" in retried.stdout
+        assert "a new chain starts from the cheapest tier" in retried.stdout  # said, not hidden
         _wait(lambda: tasks(root)["F"].retry_count == 1
               and tasks(root)["F"].status == "failed")  # the engine ran it again
         refused = _cli(root, "retry", "S")

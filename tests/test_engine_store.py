@@ -15,16 +15,16 @@ import pytest
 
 from console.engine.errors import IllegalTransition, OwnedElsewhere
 from console.engine.events import EventLog
-from console.engine.ingest import Ingestor, reconcile_blocked
+from console.engine.ingest import Ingestor, reconcile_blocked, satisfied
 from console.engine.lock import EngineLock, find_owner
 from console.engine.roles import load_role
-from console.engine.router import next_tier, route
+from console.engine.router import route
 from console.engine.store import TaskStore
-from console.model import TRANSITIONS, Task, TaskState
+from console.model import TRANSITIONS, Task, TaskState, next_model
 from console.sdd.paths import SddPaths
 from console.sdd.tail import JsonlTail
 from console.sdd.task_codec import encode_task
-from tests.conftest import append
+from tests.conftest import append, task_record
 from tests.engine_kit import ticket
 
 
@@ -133,7 +133,9 @@ def test_ingestion_blocks_refuses_and_moves(project: Path) -> None:
     (project / ".sdd/backlog/open/e.md").write_text("no title at all\n")
     ingestor, store = _ingestor(project)
     created = {t.id: t.status for t in ingestor.ingest()}
-    assert created == {"A": "open", "B": "blocked"}
+    # B waits open, as Bernstein keeps a task whose dependency is not done (its claim
+    # checks the dependency; its server never reopens a plain `blocked` task)
+    assert created == {"A": "open", "B": "open"}
     assert store.get("B").result_summary == "waiting for A"
     remaining = sorted(p.name for p in (project / ".sdd/backlog/open").iterdir())
     assert remaining == ["c.yaml", "d.yaml", "e.md"]
@@ -189,8 +191,9 @@ def test_router_follows_seed_001(tmp_path: Path) -> None:
     assert chosen(complexity="low") == ("sonnet", "normal")
     assert chosen(model="haiku", effort="low") == ("haiku", "low")
     assert chosen(model="opus", complexity="low") == ("opus", "normal")
-    assert [next_tier(m) for m in ("haiku", "claude-sonnet-4", "opus", "gpt-5")] == [
-        "sonnet", "opus", None, "sonnet"]
+    assert [(next_model(m) or (None,))[0] for m in ("haiku", "claude-sonnet-4", "opus",
+                                                     "gpt-5", "Claude-HAIKU-4")] == [
+        "sonnet", "opus", None, "sonnet", "sonnet"]  # one ladder, one reading of case
 
 
 def test_recovery_reopens_claimed_and_keeps_merged_work(tmp_path: Path) -> None:
@@ -295,3 +298,41 @@ def test_tickets_of_one_pass_keep_file_order(project: Path) -> None:
     ingestor.ingest()
     order = sorted(store.tasks.values(), key=lambda t: (t.priority, t.created_at, t.id))
     assert [t.title for t in order] == [f"task {n}" for n in ("01", "02", "03", "04", "05")]
+
+
+def test_a_waiting_task_from_an_older_engine_is_reopened_and_not_run_early(
+        project: Path) -> None:
+    """A plain `blocked` task waiting on a dependency (what earlier builds wrote) becomes
+    open with its reason; it is claimable only once the dependency is done."""
+    append(project / ".sdd" / "runtime" / "tasks.jsonl",
+           task_record("A", "open", title="first"),
+           task_record("B", "blocked", title="second", depends_on=["A"]))
+    store = _store(project)
+    reconcile_blocked(store)
+    assert (store.get("B").status, store.get("B").result_summary) == ("open", "waiting for A")
+    store.transition("A", TaskState.CLAIMED)
+    store.transition("A", TaskState.DONE)
+    reconcile_blocked(store)
+    assert (store.get("B").status, store.get("B").result_summary) == ("open", None)
+
+
+def test_a_retry_under_a_new_id_satisfies_the_originals_dependants(project: Path) -> None:
+    """Bernstein retries a failed task as a NEW task naming the original in
+    `metadata.original_task_id` / `retry_of` (its `satisfied_dependency_ids`): while the
+    retry runs the dependant is not stranded, and once it is done the dependant may run."""
+    append(project / ".sdd" / "runtime" / "tasks.jsonl",
+           task_record("F1", "failed", title="first try"),
+           task_record("F2", "open", title="the retry", metadata={"original_task_id": "F1"}),
+           task_record("B1", "blocked_by_failed_dep", title="needs F1", depends_on=["F1"],
+                       result_summary="dependency F1 is failed",
+                       metadata={"blocking_task_id": "F1"}))
+    store = _store(project)
+    reconcile_blocked(store)
+    waiting = store.get("B1")  # stranded on F1, whose retry is still open: it waits
+    assert (waiting.status, waiting.result_summary) == ("blocked_by_failed_dep",
+                                                        "waiting for F1")
+    store.transition("F2", TaskState.CLAIMED)
+    store.transition("F2", TaskState.DONE)
+    reconcile_blocked(store)
+    assert (store.get("B1").status, store.get("B1").result_summary) == ("open", None)
+    assert satisfied(store, "F1") and not satisfied(store, "B1")

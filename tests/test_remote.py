@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from console.model import next_model
 from console.remote import client as client_module
 from console.remote.client import ServerClient, ServerError, normalise_url
-from console.remote.control import RemoteControl, next_model
+from console.remote.control import RemoteControl
 from console.remote.source import RemoteSource
 from console.remote.sse import parse_events
 from console.sdd.state import Delta

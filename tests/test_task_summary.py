@@ -4,6 +4,7 @@ is (reason, blocking dependency and its state, description, progress), for a loc
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,3 +138,72 @@ async def test_the_same_summary_for_a_task_from_a_server(server: FakeBernstein,
             await wait_for(pilot, lambda: "tests red on the server" in _summary(app))
     finally:
         client.close()
+
+
+async def test_a_server_task_shows_its_progress_agent_and_log_from_the_dashboard_route(
+        server: FakeBernstein, tmp_path: Path) -> None:
+    """#17.4 for `--server`: progress, the agent and its log come from
+    `GET /dashboard/tasks/{id}`, read by a worker when the task is selected."""
+    from console.cli_remote import remote_console_parts
+
+    task_id = server.add("Long job", "claimed", assigned_agent="backend-1f2e",
+                         progress_log=[{"timestamp": NOW, "message": "step 1", "percent": 10},
+                                       {"timestamp": NOW, "message": "writing the parser",
+                                        "percent": 40}])
+    server.logs["backend-1f2e"] = f"agent says hello {EVIL}\n"
+    client = ServerClient(server.url, token=TOKEN, timeout=5)
+    source, control = remote_console_parts(client, None, False)
+    app = ConsoleApp(tmp_path, source=source, control=control)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            shown = await _select(pilot, app, task_id, "40% · writing the parser")
+            assert "Last heartbeat" in shown and "status assigned" in shown
+            log = app.query_one("#detail-log")
+            await wait_for(pilot, lambda: "agent says hello" in plain(log))
+            assert_text_only(plain(log), "the Log tab")
+            assert ("GET", f"/dashboard/tasks/{task_id}") in {
+                (method, path) for method, path, _ in server.requests}
+    finally:
+        client.close()
+
+
+async def test_a_running_local_task_shows_its_progress_and_last_heartbeat(
+        project: Path) -> None:
+    """Bernstein's `runtime/progress/<task>.jsonl` and `runtime/heartbeats/<session>.json`
+    (as its agents and our engine write them), a corrupt line skipped, the age shown."""
+    now = time.time()
+    runtime = project / ".sdd" / "runtime"
+    append(runtime / "tasks.jsonl",
+           task_record("r1", "in_progress", title="Running", assigned_agent="qa-77aa",
+                       metadata={"log": ".sdd/runtime/qa-77aa.log"}))
+    (runtime / "qa-77aa.log").write_text("compiling…\n")
+    append(runtime / "progress" / "r1.jsonl",
+           {"kind": "entry", "timestamp": now - 5, "message": "tests written", "percent": 70})
+    with (runtime / "progress" / "r1.jsonl").open("a") as handle:
+        handle.write("{torn\n")
+        handle.write('{"kind": "snapshot", "timestamp": 1, "files_changed": 3}\n')
+    beats = runtime / "heartbeats"
+    beats.mkdir(parents=True, exist_ok=True)
+    (beats / "qa-77aa.json").write_text(json.dumps(
+        {"timestamp": now - 90, "status": "working", "phase": "gates", "message": EVIL}))
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        shown = await _select(pilot, app, "r1", "70% · tests written")
+        assert "Last heartbeat" in shown and "stale" in shown and "phase gates" in shown
+        assert_text_only(shown, "the Summary tab")
+        await wait_for(pilot, lambda: "compiling" in plain(app.query_one("#detail-log")))
+
+
+async def test_the_log_tab_never_shows_another_tasks_log(project: Path) -> None:
+    runtime = project / ".sdd" / "runtime"
+    append(runtime / "tasks.jsonl",
+           task_record("l1", "failed", title="Ran", metadata={"log": ".sdd/runtime/s1.log"}),
+           task_record("l2", "open", title="Never ran"))
+    (runtime / "s1.log").write_text("output of l1\n")
+    app = ConsoleApp(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _select(pilot, app, "l1", "Ran")
+        log = app.query_one("#detail-log")
+        await wait_for(pilot, lambda: "output of l1" in plain(log))
+        await _select(pilot, app, "l2", "Never ran")
+        await wait_for(pilot, lambda: "No agent log for this task" in plain(log))

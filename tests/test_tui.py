@@ -8,8 +8,11 @@ import os
 import threading
 from pathlib import Path
 
+from textual.message import Message
+
 from console.sdd.fileio import append_jsonl
 from console.tui.app import ConsoleApp
+from console.tui.messages import Noted
 from console.tui.widgets.status_bar import StatusBar
 from console.tui.widgets.task_detail import TaskDetail
 from console.tui.widgets.task_table import TaskTable
@@ -34,6 +37,21 @@ def plain(widget) -> str:
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(widget.content)
     return console.export_text()
+
+
+class Notes:
+    """The console's notifications as it posts them (`Noted`), seen through run_test's
+    public message hook: `app.run_test(..., message_hook=notes)`."""
+
+    def __init__(self) -> None:
+        self.seen: list[Noted] = []
+
+    def __call__(self, message: Message) -> None:
+        if isinstance(message, Noted):
+            self.seen.append(message)
+
+    def said(self, text: str) -> bool:
+        return any(text in note.text for note in self.seen)
 
 
 def cell(table: TaskTable, row: str, column: str) -> str:
@@ -134,15 +152,16 @@ async def test_the_console_runs_its_engine_and_shows_the_work(tmp_path: Path,
     ticket(root, "ok", id="OK", title="Writes a file", description="write out/ok.txt yes")
     ticket(root, "bad", id="BAD", title="Fails", description="exit 5")
     app = ConsoleApp(root, engine=True)
-    async with app.run_test(size=(120, 30)) as pilot:
+    notes = Notes()
+    async with app.run_test(size=(120, 30), message_hook=notes) as pilot:
         table = app.query_one(TaskTable)
         status = app.query_one("#status")
         await wait_for(pilot, lambda: "workers busy" in str(status.render()), timeout=20)
         await wait_for(pilot, lambda: set(table.task_ids) == {"OK", "BAD"}
                        and cell(table, "OK", "state") == "✓ done"
                        and cell(table, "BAD", "state") == "✗ failed", timeout=30)
-        await wait_for(pilot, lambda: any("BAD failed: agent exited with code 5" in str(n.message)
-                                          for n in app._notifications), timeout=10)
+        await wait_for(pilot, lambda: notes.said("BAD failed: agent exited with code 5"),
+                       timeout=10)
         assert app.engine is not None and app.engine.lock.held
     assert app.engine.lock.held is False  # quitting stopped the engine and let go
     from tests.engine_kit import git
@@ -180,7 +199,8 @@ async def test_detail_tabs_and_actions_from_the_keyboard(project: Path) -> None:
         "diagnosis": {"what_failed": "lint", "why": "unused import", "try_next": "remove it",
                       "focus": "a.py:1"}, "files_changed": ["a.py"]})
     app = ConsoleApp(project)
-    async with app.run_test(size=(120, 40)) as pilot:
+    notes = Notes()
+    async with app.run_test(size=(120, 40), message_hook=notes) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: set(table.task_ids) == {"f1", "o1"})
         await wait_for(pilot, lambda: app.query_one(TaskDetail).active)  # built after the rows
@@ -202,19 +222,18 @@ async def test_detail_tabs_and_actions_from_the_keyboard(project: Path) -> None:
         await pilot.press("y")
         await wait_for(pilot, lambda: cell(table, "o1", "state") == "⊘ cancelled")
         await pilot.press("r")  # a cancelled task cannot be retried: the reason is shown
-        await wait_for(pilot, lambda: any("terminal" in str(n.message)
-                                          for n in app._notifications))
+        await wait_for(pilot, lambda: notes.said("terminal"))
 
 
 async def test_read_only_refuses_every_action(project: Path) -> None:
     append(project / ".sdd" / "runtime" / "tasks.jsonl", task_record("f1", "failed"))
     app = ConsoleApp(project, read_only=True)
-    async with app.run_test(size=(120, 40)) as pilot:
+    notes = Notes()
+    async with app.run_test(size=(120, 40), message_hook=notes) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: table.task_ids == ["f1"])
         await pilot.press("r")
-        await wait_for(pilot, lambda: any("read-only" in str(n.message)
-                                          for n in app._notifications))
+        await wait_for(pilot, lambda: notes.said("read-only"))
         await pilot.pause(0.3)
         assert cell(table, "f1", "state") == "✗ failed"
 
@@ -233,7 +252,8 @@ async def test_a_proposal_is_approved_from_the_console(tmp_path: Path) -> None:
                                              "because", 0.8, ("bernstein.yaml",), diff),
                     "human_review_4h", "L2 — review")
     app = ConsoleApp(root)
-    async with app.run_test(size=(120, 40)) as pilot:
+    notes = Notes()
+    async with app.run_test(size=(120, 40), message_hook=notes) as pilot:
         await wait_for(pilot, lambda: app.loaded)
         await pilot.press("P")
         await wait_for(pilot, lambda: isinstance(app.screen, ProposalsScreen))
@@ -247,8 +267,7 @@ async def test_a_proposal_is_approved_from_the_console(tmp_path: Path) -> None:
         await pilot.press("a")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_for(pilot, lambda: any("merged into main" in str(n.message)
-                                          for n in app._notifications), timeout=60)
+        await wait_for(pilot, lambda: notes.said("merged into main"), timeout=60)
     assert "# approved from the console" in git(root, "show", "main:bernstein.yaml")
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from console.tui.app import ConsoleApp
-from console.tui.keys import MAIN_BINDINGS
+from console.tui.keys import APP_BINDINGS, MAIN_BINDINGS
 from console.tui.screens.chains import ChainsScreen
 from console.tui.screens.help import HelpScreen
 from console.tui.screens.proposals import ProposalsScreen
@@ -15,7 +15,7 @@ from console.tui.screens.quality import QualityScreen
 from console.tui.widgets.sla_strip import SlaStrip
 from console.tui.widgets.task_table import TaskTable
 from tests.conftest import append, task_record
-from tests.test_tui import plain, wait_for
+from tests.test_tui import Notes, plain, wait_for
 
 NOW = 1_800_000_000.0
 
@@ -81,14 +81,15 @@ async def test_filter_quick_filters_and_sort_from_the_keyboard(project: Path) ->
 async def test_screens_palette_and_copy(project: Path) -> None:
     _data(project)
     app = ConsoleApp(project, clock=lambda: NOW)
-    async with app.run_test(size=(120, 40)) as pilot:
+    notes = Notes()
+    async with app.run_test(size=(120, 40), message_hook=notes) as pilot:
         table = app.query_one(TaskTable)
         await wait_for(pilot, lambda: table.row_count == 3)
         await pilot.press("C")
         await wait_for(pilot, lambda: isinstance(app.screen, ChainsScreen))
         totals = plain(app.screen.query_one("#chains-totals"))
         assert "1 chains" in totals and "1 escalated (100%)" in totals
-        await pilot.press("escape", "Q")
+        await pilot.press("escape", "M")
         await wait_for(pilot, lambda: isinstance(app.screen, QualityScreen))
         body = plain(app.screen.query_one("#quality"))
         assert "Task success: 50% (1 of 2 finished)" in body
@@ -104,17 +105,15 @@ async def test_screens_palette_and_copy(project: Path) -> None:
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.selected == "o1")
         await pilot.press("c")
-        await wait_for(pilot, lambda: any("copied o1" in str(n.message)
-                                          for n in app._notifications))
+        await wait_for(pilot, lambda: notes.said("copied o1"))
         await pilot.press("z")  # nobody runs this project: refused, and said why
-        await wait_for(pilot, lambda: any("no engine runs this project" in str(n.message)
-                                          for n in app._notifications))
+        await wait_for(pilot, lambda: notes.said("no engine runs this project"))
 
 
 async def test_every_binding_names_an_action_that_exists(project: Path) -> None:
     app = ConsoleApp(project)
     async with app.run_test(size=(120, 40)):
-        screens = [app, app.query_one(TaskTable)]
+        screens = [app, app.main, app.query_one(TaskTable)]
         for owner in screens:
             for binding in owner.BINDINGS:  # type: ignore[attr-defined]
                 name = binding.action.split("(")[0]
@@ -125,7 +124,9 @@ async def test_every_binding_names_an_action_that_exists(project: Path) -> None:
                 name = binding.action.split("(")[0]
                 owner = app if name.startswith("app.") else screen
                 assert hasattr(owner, f"action_{name.removeprefix('app.')}"), binding
-    assert {b.key for b in MAIN_BINDINGS} >= {"r", "e", "x", "z", "slash", "P", "C", "Q"}
+    # a task key is the main screen's (it acts on its table), a screen key the app's
+    assert {b.key for b in MAIN_BINDINGS} >= {"r", "e", "x", "slash"}
+    assert {b.key for b in APP_BINDINGS} >= {"z", "P", "C", "M"}
 
 
 async def test_the_theme_is_remembered_between_runs(project: Path) -> None:
@@ -213,7 +214,7 @@ async def test_every_screen_opens_with_the_keyboard_on_its_content(tmp_path: Pat
     app = ConsoleApp(root, engine=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.loaded)
-        for key, screen in (("C", ChainsScreen), ("Q", QualityScreen),
+        for key, screen in (("C", ChainsScreen), ("M", QualityScreen),
                             ("question_mark", HelpScreen)):
             await pilot.press(key)
             await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))

@@ -45,12 +45,14 @@ from console.engine.orphans import PROJECT_MARKER, SESSION_MARKER, kill_session,
 from console.engine.review import MultiJudgeReview
 from console.engine.review import feedback as review_feedback
 from console.engine.roles import Role, load_role, render_prompt
+from console.engine.safegit import child_env
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fileio import append_jsonl, atomic_write_json
 from console.sdd.gate_records import write_gate_run
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
+from console.sdd.task_live import append_progress, write_heartbeat
 
 HEARTBEAT_S = 2.0
 
@@ -81,6 +83,7 @@ class AttemptRunner:
         self.janitor = janitor
         self.events = events
         self.engine_session = engine_session
+        self._phases: dict[str, tuple[str, str, int]] = {}  # session -> its stage
 
     # -- bookkeeping files -----------------------------------------------------
 
@@ -92,10 +95,15 @@ class AttemptRunner:
             "pid": pid, "pgid": pid, "start_ticks": proc_start_ticks(pid), "task_id": task_id,
             "engine_pid": os.getpid(), "session": session})
 
-    def _heartbeat(self, session: str, phase: str, message: str) -> None:
-        atomic_write_json(self.paths.sdd / "runtime" / "heartbeats" / f"{session}.json", {
-            "timestamp": time.time(), "files_changed": 0, "status": "working",
-            "current_file": None, "phase": phase, "progress_pct": None, "message": message})
+    def _stage(self, task_id: str, session: str, phase: str, message: str,
+               percent: int) -> None:
+        """Where the attempt is: a progress entry (Bernstein's `progress/<task>.jsonl`)
+        and the phase the heartbeat reports from now on."""
+        self._phases[session] = (phase, message, percent)
+        # advisory: a full disk or a hostile link shows in the store's own writes
+        with contextlib.suppress(OSError, ValueError):
+            write_heartbeat(self.paths.root, session, phase, message, percent)
+            append_progress(self.paths.root, task_id, message, percent)
 
     def _clear_session_files(self, session: str) -> None:
         for path in (self._pid_file(session),
@@ -133,6 +141,8 @@ class AttemptRunner:
                 "model": step.model, "effort": step.effort, "reasons": [step.reason],
                 "attempt": attempt, "timestamp": time.time()}], fsync=False)
             self.repo.add_worktree(worktree, branch)
+            self._stage(task.id, session, "agent",
+                        f"attempt {attempt}: {adapter} on {step.model}", 10)
             threading.Thread(target=self._beat, args=(session, beat), daemon=True,
                              name=f"heartbeat-{session}").start()
             end = self._work(task, running, attempt, step, role, worktree, log_path, branch)
@@ -154,11 +164,16 @@ class AttemptRunner:
             keep_branch = end.state is TaskState.FAILED  # for the operator to inspect
             self.repo.remove_worktree(worktree, None if keep_branch else branch)
             self._clear_session_files(session)
+            reached = self._phases.pop(session, ("", "", 0))[2]
+            with contextlib.suppress(OSError, ValueError):
+                append_progress(self.paths.root, task.id,
+                                f"attempt {attempt} {end.state.value}: {end.message}"[:500],
+                                100 if end.state is TaskState.DONE else reached)
 
     def _beat(self, session: str, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self._heartbeat(session, "agent", "running")
-            stop.wait(HEARTBEAT_S)
+        while not stop.wait(HEARTBEAT_S):
+            phase, message, percent = self._phases.get(session, ("agent", "running", 10))
+            write_heartbeat(self.paths.root, session, phase, message, percent)
 
     @staticmethod
     def _stopped(running: Running) -> AttemptEnd:
@@ -172,7 +187,7 @@ class AttemptRunner:
                      "BERNSTEIN_ATTEMPT": str(attempt), PROJECT_MARKER: str(self.paths.root),
                      SESSION_MARKER: running.session}
         extra_env.update({k: os.environ[k] for k in self.config.agents.env if k in os.environ})
-        env = scrubbed_env(DEFAULT_ENV_ALLOW, extra_env)
+        env = child_env(scrubbed_env(DEFAULT_ENV_ALLOW, extra_env), worktree)
         prompt = render_prompt(role, task, self.chains.prompt_extra(task))
         ctx = AgentContext(task, prompt, model, effort, attempt, worktree, env)
         try:
@@ -209,6 +224,8 @@ class AttemptRunner:
                               trigger=HARD_FAILURE, tokens=tokens, gate="agent",
                               digest=result.output_tail[-2000:])
         files = self.repo.commit_all(worktree, f"{task.title} ({task.id}, attempt {attempt})")
+        self._stage(task.id, running.session, "janitor",
+                    f"agent finished ({len(files)} file(s) changed); checking its work", 50)
         diff = self.repo.diff(worktree)
         checks = self.janitor.check(task.completion_signals, worktree, task_title=task.title,
                                     log_path=log_path, cancel=running.cancel, diff=diff)
@@ -221,6 +238,7 @@ class AttemptRunner:
                               gate="janitor", digest=text, files=files, tokens=tokens)
         extra: tuple[dict, ...] = ()
         if self.gates is not None:
+            self._stage(task.id, running.session, "gates", "quality gates running", 60)
             blocked = self._gates(task, worktree, running, files)
             if running.cancel.is_set():
                 return self._stopped(running)
@@ -251,6 +269,7 @@ class AttemptRunner:
             if not files:
                 message = "agent reported success; no files changed"
             else:
+                self._stage(task.id, running.session, "merge", "merging into the base", 90)
                 merged = self.repo.merge(branch, self.repo.merge_message(branch, task.title))
                 if not merged.ok:
                     return AttemptEnd(TaskState.FAILED, merged.message, trigger="merge",

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.engine.router import LADDER
-from console.model import Task
+from console.model import DEFAULT_LADDER, Task, effort_of, tier_of
 from console.sdd.fileio import atomic_write_json, read_json_object
 
 #: $ per 1M tokens (input, output), reference §6.2
@@ -34,7 +33,6 @@ HIGH_STAKES_ROLES = frozenset({"manager", "architect", "security"})
 TIERS = ("trivial", "simple", "standard", "complex")
 DEFAULT_ITERATIONS = {"trivial": 1, "simple": 1, "standard": 2, "complex": 2}
 REVIEWED_TIERS = frozenset({"complex"})
-EFFORT = {"opus": "max", "haiku": "low"}
 
 # escalation triggers, in seed 000's order
 HARD_FAILURE = "hard failure"
@@ -49,7 +47,7 @@ NOT_ESCALATED = frozenset({"adapter", "merge", REVIEW_UNAVAILABLE})  # no strong
 
 @dataclass(frozen=True, slots=True)
 class CascadeConfig:
-    ladder: tuple[str, ...] = LADDER
+    ladder: tuple[str, ...] = DEFAULT_LADDER
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: DEFAULT_PRICES)
     phrases: tuple[str, ...] = DEFAULT_PHRASES
     epsilon: float = 0.1
@@ -67,7 +65,7 @@ def parse_cascade(raw: object, complexity: object = None) -> CascadeConfig:
     if raw is not None and not isinstance(raw, dict):
         raise ValueError("cascade must be a map")
     tiers = complexity if isinstance(complexity, dict) else {}
-    ladder = section.get("ladder", LADDER)
+    ladder = section.get("ladder", DEFAULT_LADDER)
     if not (isinstance(ladder, list | tuple) and ladder and all(isinstance(m, str)
                                                                  for m in ladder)):
         raise ValueError("cascade.ladder must be a list of model names")
@@ -115,13 +113,6 @@ def is_high_stakes(task: Task) -> bool:
     return (task.role in HIGH_STAKES_ROLES or task.complexity == "high" or task.scope == "large"
             or task.priority == 1)
 
-
-def tier_of(model: str, ladder: tuple[str, ...]) -> int | None:
-    name = model.lower()
-    for index, tier in enumerate(ladder):
-        if tier.lower() in name:
-            return index
-    return None
 
 
 def cost_usd(model: str, tokens_in: int, tokens_out: int, config: CascadeConfig) -> float:
@@ -211,7 +202,7 @@ class CascadeRouter:
     def effort_for(self, task: Task, model: str) -> str:
         if task.effort:
             return task.effort
-        return next((e for name, e in EFFORT.items() if name in model.lower()), "high")
+        return effort_of(model)
 
     def first(self, task: Task, role_model: str | None = None) -> Step:
         """The first attempt's model: a pin, else the role's configured model (an approved

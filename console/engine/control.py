@@ -155,8 +155,7 @@ class FileControl:
 
     def evolve(self) -> Outcome:
         return self._untrusted("evolve") or self._evolution(
-            lambda repo, config: summarise_evolve(evolution_apply.evolve(self.paths, repo,
-                                                                         config)))
+            lambda repo, config: evolution_apply.evolve_outcome(self.paths, repo, config))
 
     def pause(self) -> Outcome:
         return Outcome.refused("pause: no engine runs this project, so nothing is dispatching")
@@ -166,13 +165,6 @@ class FileControl:
 
 
 APPLY_TIMEOUT = 900.0  # an approval runs the tests in a sandbox
-
-
-def summarise_evolve(done: list[tuple[str, str, str]]) -> Outcome:
-    if not done:
-        return Outcome.done("no new proposals: the metrics show nothing worth changing")
-    return Outcome.done("\n".join(f"{pid}  {outcome:<24} {message}"
-                                   for pid, outcome, message in done))
 
 
 def local_control(root: Path, command: str = "") -> Control:

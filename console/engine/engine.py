@@ -1,8 +1,6 @@
 """The engine: a tick thread that ingests, unblocks and dispatches, and N worker threads.
-
-Only one engine runs a project at a time (`EngineLock`). On start it recovers
-from a crashed predecessor (`recovery.recover`). `stop()` kills running agents and
-puts their tasks back to open.
+One engine runs a project at a time (`EngineLock`); on start it recovers from a crashed
+predecessor (`recovery.recover`); `stop()` kills agents and puts their tasks back to open.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
 from console.engine.gitops import GitRepo
-from console.engine.ingest import SATISFIED, Ingestor, close_ticket, reconcile_blocked
+from console.engine.ingest import Ingestor, close_ticket, reconcile_blocked, satisfied
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
@@ -94,7 +92,7 @@ class Engine:
         if not self.paths.sdd.is_dir() and not create:
             raise EngineError(f"no .sdd/ in {self.paths.root}; the engine starts once "
                               "the project is initialised (bernstein-tui init)")
-        self.repo = GitRepo(self.paths.root, self.config.base_branch)  # before writing anything
+        self.repo = self.make_repo()  # before writing anything
         self.repo.on_note = self.events.warning  # agents' git config put back: said once
         protect_environment()
         if not self.paths.sdd.is_dir():
@@ -142,6 +140,9 @@ class Engine:
         self._spawn(self._tick_loop, "engine-tick")
         self.events.info(f"engine started: {self.workers} worker(s), base branch "
                          f"'{self.repo.base}'")
+
+    def make_repo(self) -> GitRepo:
+        return GitRepo(self.paths.root, self.config.base_branch)
 
     def _llm_call(self, record: dict) -> None:
         append_jsonl(self.paths.sdd / "metrics" / "llm_calls.jsonl", [record], fsync=False)
@@ -291,8 +292,7 @@ class Engine:
                               f"{brief(task.role)} is not a safe id (letters, digits, '.', "
                               "'_', '-')", task_id=None)
             return False
-        deps = self.store.tasks
-        return all(d in deps and deps[d].status in SATISFIED for d in task.depends_on)
+        return all(satisfied(self.store, d) for d in task.depends_on)
 
     def _dispatch(self) -> None:
         free = self.workers - len(self.running)

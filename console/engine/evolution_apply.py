@@ -28,6 +28,7 @@ from console.engine.evolution import RISK_NAMES, classify
 from console.engine.gates.base import run_git_tool, run_tool
 from console.engine.gates.digest import generic_digest
 from console.engine.gitops import GitRepo
+from console.sdd.approval_progress import announce, finished
 from console.sdd.confine import UnsafeId, safe_id, sdd_path
 from console.sdd.evolution_codec import encode_experiment
 from console.sdd.evolution_results import append_result, best_score
@@ -148,6 +149,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
     patch = Path(name)  # outside the worktree: a link committed there is never written through
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(diff)
+    announce(paths.root, proposal_id, "sandbox")
     repo.add_worktree(sandbox, branch)
     merged = False
     try:
@@ -164,6 +166,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
             return False, "refused by the file guard after applying: " + "; ".join(really), run
         repo.commit_all(sandbox, f"evolution {proposal_id}: {title}")
         command = config.test_command
+        announce(paths.root, proposal_id, "tests")
         if command is None and (sandbox / "tests").is_dir():
             command = "python -m pytest -q -p no:cacheprovider"
         if command:
@@ -177,6 +180,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
         suite = suite_data or {"tasks": [], "threshold": config.suite_threshold,
                                "last_results": {}}
         results = {}
+        announce(paths.root, proposal_id, "evals")
         for name in suite.get("tasks", []):
             if name in config.evals:
                 results[name] = _shell(config.evals[name], sandbox, config.timeout_s)[0]
@@ -187,6 +191,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
                         f"{threshold:.0%}" if results else "no evals in the suite yet"):
             return False, f"the eval suite passed {rate:.0%} < {threshold:.0%}", run
         if config.benchmark_command:
+            announce(paths.root, proposal_id, "benchmark")
             ok, output = _shell(config.benchmark_command, sandbox, config.timeout_s)
             run.score = _score(output) if ok else None
             best = run.baseline = best_score(paths)
@@ -195,6 +200,7 @@ def apply_through_gate(paths: SddPaths, repo: GitRepo, proposal_id: str, title: 
                       else "the benchmark produced no score")
             if not run.step("benchmark", good, detail):
                 return False, f"benchmark: {detail}", run
+        announce(paths.root, proposal_id, "merge")
         result = repo.merge(branch, repo.merge_message(branch, title))
         if not run.step("merge", result.ok, result.message):
             return False, result.message, run
@@ -311,7 +317,10 @@ def approve(paths: SddPaths, repo: GitRepo | None, proposal_id: str, reason: str
                               "(recorded after an interruption)", reviewer=reviewer,
                        accepted=True, steps=[], score=None, started=started)
         return Outcome.done(f"{proposal_id} was already merged; its approval is now recorded")
-    merged, message, run = apply_through_gate(paths, repo, proposal_id, title, diff, config)
+    try:
+        merged, message, run = apply_through_gate(paths, repo, proposal_id, title, diff, config)
+    finally:
+        finished(paths.root, proposal_id)
     if merged:
         record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
                        confidence=confidence, outcome="auto_approved",
@@ -320,8 +329,7 @@ def approve(paths: SddPaths, repo: GitRepo | None, proposal_id: str, reason: str
                        started=started, baseline=run.baseline)
         return Outcome.done(f"approved {proposal_id}: applied in a sandbox, tests green, "
                             f"{message}")
-    # a failed approval is not a decision: the proposal stays pending (Bernstein's review
-    # rule: the latest decision awaits a human), the failure recorded with its steps
+    # a failed approval is no decision: still pending (its latest decision awaits a human)
     record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
                    confidence=confidence, outcome="human_review_immediate",
                    reason=f"Approval by {reviewer} failed{note}; not merged — {message}",
@@ -381,3 +389,12 @@ def evolve(paths: SddPaths, repo: GitRepo | None, config: EvolutionConfig
                             else "human_review_4h", reason)
             done.append((proposal.proposal_id, outcome, f"deferred: {proposal.title}"))
     return done
+
+
+def evolve_outcome(paths: SddPaths, repo: GitRepo | None, config: EvolutionConfig) -> Outcome:
+    """An evolution pass, and what it did as an Outcome: a line per proposal."""
+    done = evolve(paths, repo, config)
+    if not done:
+        return Outcome.done("no new proposals: the metrics show nothing worth changing")
+    return Outcome.done("\n".join(f"{pid}  {outcome:<24} {message}"
+                                   for pid, outcome, message in done))

@@ -22,16 +22,16 @@ from types import MappingProxyType
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
-from console.model import Task, TaskState, Ticket
+from console.model import DEAD_ENDS, SUCCEEDED, Task, TaskState, Ticket
 from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
 from console.sdd.fields import brief
 from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
 
-SATISFIED = frozenset({"done", "closed"})
+#: the result_summary of a task whose dependencies are not done yet
+WAITING = "waiting for "
 ROLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,10 +239,12 @@ class Ingestor:
             now = self.store.clock()
             for index, c in enumerate(batch.values()):
                 waiting = [d for d in c.ticket.depends_on
-                           if d in batch or existing[d].status not in SATISFIED]
+                           if d in batch or not satisfied(self.store, d)]
                 gate = self.holder(c.task_id, c.ticket.title)
-                status = TaskState.BLOCKED if waiting or gate else TaskState.OPEN
-                reason = f"waiting for {', '.join(waiting)}" if waiting else None
+                # a task waiting on a dependency stays open (Bernstein's claim checks the
+                # dependencies; its server never reopens a plain `blocked` one)
+                status = TaskState.BLOCKED if gate else TaskState.OPEN
+                reason = f"{WAITING}{', '.join(waiting)}" if waiting else None
                 if gate:
                     reason = f"held by phase gate '{gate}'"
                 name = self._claimed_name(c.path)
@@ -268,12 +270,25 @@ class Ingestor:
 STRANDED = frozenset({TaskState.BLOCKED_BY_FAILED_DEP, TaskState.BLOCKED_BY_ABANDON})
 
 
+def satisfied(store: TaskStore, dep_id: str) -> bool:
+    """Done or closed, itself or a retry of it under another id (Bernstein's lineage)."""
+    dep = store.tasks.get(dep_id)
+    return (dep is not None and dep.status in SUCCEEDED) or any(
+        retry.status in SUCCEEDED for retry in store.retries(dep_id))
+
+
+def _retrying(store: TaskStore, dep_id: str) -> bool:
+    return any(r.status not in DEAD_ENDS and r.state not in STRANDED
+               for r in store.retries(dep_id))
+
+
 def _blocker(store: TaskStore, task: Task) -> Task | None:
     """The dependency that strands `task`, as Bernstein's blocking_dependency picks it: a
     direct dependency that ended without delivering or is stranded itself (so a chain
     names its nearest link); with several, the lowest id."""
     found = sorted(d for d in task.depends_on if (dep := store.tasks.get(d)) is not None
-                   and (dep.status in DEAD_ENDS or dep.state in STRANDED))
+                   and (dep.status in DEAD_ENDS or dep.state in STRANDED)
+                   and not satisfied(store, d) and not _retrying(store, d))
     return store.tasks[found[0]] if found else None
 
 
@@ -305,7 +320,8 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
         moved = True
         while moved:  # a stranded task strands its own dependants on the next round
             moved = False
-            waiting_tasks = [t for state in (TaskState.BLOCKED, *sorted(STRANDED))
+            waiting_tasks = [t for state in (TaskState.BLOCKED, TaskState.OPEN,
+                                             *sorted(STRANDED))
                              for t in store.in_state(state)]
             for task in waiting_tasks:
                 if not task.depends_on or task.metadata.get("held_by"):
@@ -313,7 +329,7 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
                 deps = [(d, store.tasks.get(d)) for d in task.depends_on]
                 missing = [d for d, t in deps if t is None]
                 blocker = _blocker(store, task)
-                waiting = [d for d, t in deps if t is not None and t.status not in SATISFIED]
+                waiting = [d for d, t in deps if t is not None and not satisfied(store, d)]
                 try:
                     if missing:
                         reason = "dependency " + ", ".join(missing) + " does not exist"
@@ -324,7 +340,16 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
                             moved = True
                         continue
                     elif waiting:  # a stranded task whose dependency was retried stays
-                        reason = f"waiting for {', '.join(waiting)}"  # until it is done
+                        reason = f"{WAITING}{', '.join(waiting)}"  # until it is done
+                        if task.state is TaskState.BLOCKED:  # as an older engine wrote it
+                            changed.append(store.transition(task.id, TaskState.OPEN,
+                                                            reason=reason))
+                            moved = True
+                            continue
+                    elif task.state is TaskState.OPEN:  # ready: the waiting note goes
+                        if (task.result_summary or "").startswith(WAITING):
+                            changed.append(store.update(task.id, result_summary=None))
+                        continue
                     else:
                         changed.append(store.transition(
                             task.id, TaskState.OPEN, reason=None, result_summary=None,

@@ -59,18 +59,24 @@ def die_with_parent() -> Callable[[], None] | None:
 
 
 @contextlib.contextmanager
-def stop_signals_interrupt() -> Iterator[None]:
+def signals_handled(handler: Callable[[int, object], None],
+                    signals: tuple[signal.Signals, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """In the main thread: `handler` for these signals, the previous ones put back after."""
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
     """In the main thread: SIGHUP and SIGTERM raise KeyboardInterrupt, like Ctrl-C."""
 
     def on_stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, on_stop) for sig in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return signals_handled(on_stop)
 
 
 @contextlib.contextmanager

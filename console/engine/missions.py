@@ -24,7 +24,7 @@ import yaml
 from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
-from console.model import Task, TaskState
+from console.model import SUCCEEDED, Task, TaskState
 from console.sdd.fields import RecordError, brief, to_epoch
 from console.sdd.fileio import append_jsonl, read_regular_file
 from console.sdd.paths import Kind, SddPaths
@@ -32,7 +32,6 @@ from console.sdd.safe_yaml import load_yaml
 from console.sdd.tail import JsonlTail
 
 ENDED = frozenset({"done", "closed", "failed", "cancelled", "abandoned", "refused"})
-PASSED = frozenset({"done", "closed"})
 WEBHOOK_DEADLINE_S = 5.0
 
 
@@ -206,7 +205,7 @@ class MissionKeeper:
 
     def _verdict(self, gate: PhaseGate, after: list[Task]) -> tuple[str | None, float | None]:
         if gate.require_all_passed:
-            bad = [f"{t.id} {t.status}" for t in after if t.status not in PASSED]
+            bad = [f"{t.id} {t.status}" for t in after if t.status not in SUCCEEDED]
             if bad:
                 return "after-task(s) did not pass: " + ", ".join(bad), None
         if gate.min_score is None:
@@ -240,7 +239,7 @@ class MissionKeeper:
         self.store.update(task.id, metadata={"held_by": None},
                           result_summary="released by its phase gate")
         deps = [self.store.tasks.get(d) for d in task.depends_on]
-        if task.state is TaskState.BLOCKED and all(d is not None and d.status in PASSED
+        if task.state is TaskState.BLOCKED and all(d is not None and d.status in SUCCEEDED
                                                    for d in deps):
             try:
                 self.store.transition(task.id, TaskState.OPEN, result_summary=None)
@@ -254,7 +253,7 @@ class MissionKeeper:
         if not tasks or any(t is None or t.status not in ENDED for t in tasks):
             return
         weighted = [(self._score(t.id), mission.weights.get(t.id, mission.weights.get(
-            t.title, 1.0))) for t in tasks if t is not None and t.status in PASSED]
+            t.title, 1.0))) for t in tasks if t is not None and t.status in SUCCEEDED]
         scored = [(s, w) for s, w in weighted if s is not None]
         if not scored:
             return

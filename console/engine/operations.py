@@ -8,53 +8,49 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from console.action_rules import (
+    CANCELLABLE,
+    cancel_refusal,
+    current_model,
+    escalate_refusal,
+    retry_refusal,
+)
 from console.control import Outcome
 from console.engine.errors import EngineError, IllegalTransition
-from console.engine.router import LADDER, next_tier
 from console.engine.store import TaskStore
-from console.model import TaskState
-
-CANCELLABLE = frozenset({TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRESS,
-                         TaskState.BLOCKED, TaskState.WAITING_FOR_SUBTASKS, TaskState.PLANNED,
-                         TaskState.BLOCKED_BY_ABANDON, TaskState.BLOCKED_BY_FAILED_DEP,
-                         TaskState.SUSPENDED})
-
-
-ESCALATABLE = frozenset({TaskState.OPEN, TaskState.BLOCKED, TaskState.CLAIMED,
-                         TaskState.IN_PROGRESS, TaskState.FAILED, TaskState.PLANNED})
+from console.model import DEFAULT_LADDER, TaskState, effort_of, next_model
 
 
 def retry(store: TaskStore, task_id: str) -> Outcome:
     """failed → open with retry_count + 1 (Bernstein's batch-ops retry); same id."""
     try:
         task = store.get(task_id)
-        if task.state is TaskState.CANCELLED:
-            return Outcome.refused(f"task {task_id} is cancelled, which is terminal in "
-                                   "Bernstein's state machine; retry is refused")
-        if task.state is not TaskState.FAILED:
-            return Outcome.refused(f"task {task_id} is {task.status}; only a failed task "
-                                   "can be retried")
+        refusal = retry_refusal(task)
+        if refusal is not None:
+            return Outcome.refused(refusal)
         store.transition(task_id, TaskState.OPEN, assigned_agent=None, result_summary=None,
                          retry_count=task.retry_count + 1)
     except EngineError as exc:
         return Outcome.refused(str(exc))
-    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1})")
+    last = task.metadata.get("last_model")
+    start = (f"on its pinned model {task.model}" if task.model else
+             "from the cheapest tier the router allows" + (
+                 f", not on {last} where it last ran (e escalates instead)" if last else ""))
+    return Outcome.done(f"task {task_id} is open again (retry {task.retry_count + 1}); "
+                        f"a new chain starts {start}")
 
 
 def escalate(store: TaskStore, task_id: str, model: str | None = None,
-             ladder: tuple[str, ...] = LADDER) -> Outcome:
+             ladder: tuple[str, ...] = DEFAULT_LADDER) -> Outcome:
     """The next attempt runs on a stronger model; a failed task is reopened for it."""
     try:
         task = store.get(task_id)
-        if task.state not in ESCALATABLE:
-            return Outcome.refused(f"task {task_id} is {task.status}; only a task that will "
-                                   "run again (open, blocked, claimed, running or failed) can be "
-                                   "escalated")
-        current = task.model or str(task.metadata.get("last_model") or ladder[0])
-        target = model or next_tier(current, ladder)
-        if target is None:
-            return Outcome.refused(f"task {task_id} already runs on the top tier ({current})")
-        effort = "max" if "opus" in target else "low" if "haiku" in target else "high"
+        refusal = escalate_refusal(task, ladder, model)
+        if refusal is not None:
+            return Outcome.refused(refusal)
+        current = current_model(task, ladder)
+        target = model or (next_model(current, ladder) or ("", 0))[0]
+        effort = effort_of(target)
         meta = {"escalated_from": current, "next_model": target, "next_effort": effort,
                 "next_kind": "agent", "next_by_operator": task.state is TaskState.IN_PROGRESS,
                 "next_reason": f"escalated by the operator from {current}"}
@@ -76,9 +72,9 @@ def cancel(store: TaskStore, task_id: str, reason: str,
     """Cancel the task and its subtasks (Bernstein's cascade); kill running agents."""
     try:
         root = store.get(task_id)
-        if root.state not in CANCELLABLE:
-            return Outcome.refused(f"task {task_id} is {root.status}; only open, claimed, "
-                                   "running, blocked or waiting tasks can be cancelled")
+        refusal = cancel_refusal(root)
+        if refusal is not None:
+            return Outcome.refused(refusal)
         cancelled = []
         with store.lock:
             todo = [root]

@@ -33,9 +33,8 @@ def evolution(engine: Engine, action: str, request: dict[str, object]) -> Outcom
                                        reviewer)
     if action == "reject":
         return evolution_apply.reject(engine.paths, proposal_id, reason, reviewer)
-    from console.engine.control import summarise_evolve
 
-    return summarise_evolve(evolution_apply.evolve(engine.paths, engine.repo, config))
+    return evolution_apply.evolve_outcome(engine.paths, engine.repo, config)
 
 
 def from_inbox(engine: Engine, request: dict[str, object],

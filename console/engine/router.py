@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from console.engine.roles import Role
 from console.model import Task
 
-LADDER = ("haiku", "sonnet", "opus")
-
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -39,12 +37,3 @@ def route(task: Task, role: Role) -> Route:
     if task.effort:
         return Route(chosen.model, task.effort, f"effort pinned on the task; {chosen.reason}")
     return chosen
-
-
-def next_tier(model: str, ladder: tuple[str, ...] = LADDER) -> str | None:
-    """The next stronger model, None at the top; a model off the ladder goes to its bottom+1."""
-    name = model.lower()
-    for index, tier in enumerate(ladder):
-        if tier in name:
-            return ladder[index + 1] if index + 1 < len(ladder) else None
-    return ladder[min(1, len(ladder) - 1)]

@@ -118,6 +118,28 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
     return pairs
 
 
+#: a child's git cannot be given --no-ext-diff, so its external diff is plain diff(1):
+#: the unified diff of the two versions git hands it (path, old file, …, new file, …)
+PLAIN_DIFF = "sh -c 'diff -u --label \"a/$1\" --label \"b/$1\" -- \"$2\" \"$5\" || true' --"
+#: what a child program's own git keeps: it may fetch (a project's tests, an agent)
+CHILD_KEEPS = frozenset({"protocol.allow"})
+
+
+def child_env(env: Mapping[str, str], cwd: Path) -> dict[str, str]:
+    """`env` for a program that may run git itself (a gate tool, the project's tests in
+    a sandbox, an agent): the same overrides, through git's `GIT_CONFIG_COUNT` variables
+    (git >= 2.31), which every git it starts applies at command-line precedence; the
+    system config off. Inherited `GIT_CONFIG_*` are dropped, never merged."""
+    pairs = [(k, v) for k, v in SAFE_CONFIG if k not in CHILD_KEEPS]
+    pairs += [("diff.external", PLAIN_DIFF), *driver_overrides(cwd, git_env())]
+    out = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")}
+    out.update({"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": str(len(pairs))})
+    for index, (key, value) in enumerate(pairs):
+        out[f"GIT_CONFIG_KEY_{index}"] = key
+        out[f"GIT_CONFIG_VALUE_{index}"] = value
+    return out
+
+
 def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = None, *,
              work_tree: bool = True) -> list[str]:
     """`git` with every override for a command run in the checkout `cwd`. The work tree
@@ -130,9 +152,12 @@ def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = Non
 
 
 def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,
-            timeout_s: float | None = None, work_tree: bool = True) -> str:
-    """Run one git command safely; its stdout, or GitFailed with its last line."""
+            timeout_s: float | None = None, work_tree: bool = True,
+            pass_env: Sequence[str] = ()) -> str:
+    """Run one git command safely; its stdout, or GitFailed with its last line.
+    `pass_env`: more of our environment's names it gets (SSH_AUTH_SOCK for a push)."""
     env = git_env(marker)
+    env.update({k: os.environ[k] for k in pass_env if k in os.environ})
     try:
         done = subprocess.run(git_argv(cwd, args, env, work_tree=work_tree), cwd=cwd, env=env,
                               capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s,

@@ -51,6 +51,11 @@ def archive_record(task: Task, now: float | None = None) -> dict[str, Any]:
     }
 
 
+#: the metadata keys by which a retry under a new id names its original (Bernstein's
+#: `satisfied_dependency_ids` resolves a dependency through both)
+LINEAGE_KEYS = ("original_task_id", "retry_of")
+
+
 class TaskStore:
     """Tasks as the engine owns them; readers elsewhere see the same file."""
 
@@ -62,6 +67,7 @@ class TaskStore:
         self.lock = threading.RLock()
         self.tasks: dict[str, Task] = {}
         self._by_status: dict[str, dict[str, None]] = {}  # status → ids (insertion-ordered)
+        self._retries: dict[str, dict[str, None]] = {}  # original id → its retries' ids
         self.problems: list[Problem] = []
         self._listeners: list[Callable[[Task], None]] = []
 
@@ -87,8 +93,17 @@ class TaskStore:
                 if not batch.more:
                     break
             self._by_status.clear()
+            self._retries.clear()
             for task in self.tasks.values():
                 self._by_status.setdefault(task.status, {})[task.id] = None
+                self._index_lineage(task)
+
+    def _index_lineage(self, task: Task) -> None:
+        """A retry Bernstein made under a new id names its original in its metadata."""
+        for key in LINEAGE_KEYS:
+            original = task.metadata.get(key)
+            if isinstance(original, str) and original and original != task.id:
+                self._retries.setdefault(original, {})[task.id] = None
 
     def on_change(self, listener: Callable[[Task], None]) -> None:
         self._listeners.append(listener)
@@ -125,6 +140,7 @@ class TaskStore:
             self._by_status.get(old.status, {}).pop(task.id, None)
         self._by_status.setdefault(task.status, {})[task.id] = None
         self.tasks[task.id] = task
+        self._index_lineage(task)
         for listener in self._listeners:
             listener(task)
         return task
@@ -188,6 +204,11 @@ class TaskStore:
     def children(self, task_id: str) -> Iterable[Task]:
         with self.lock:
             return [t for t in self.tasks.values() if t.parent_task_id == task_id]
+
+    def retries(self, task_id: str) -> list[Task]:
+        """The tasks that retry `task_id` under another id (its lineage)."""
+        with self.lock:
+            return [self.tasks[i] for i in self._retries.get(task_id, {})]
 
     def dependants(self, task_id: str) -> Iterable[Task]:
         with self.lock:

@@ -33,6 +33,7 @@ from console.remote.limits import (
     max_body_bytes,
     request_deadline_s,
 )
+from console.sdd.confine import safe_id
 
 
 class ServerError(Exception):
@@ -251,6 +252,12 @@ class ServerClient:
             if exc.status == 404:
                 return None
             raise
+
+    def task_detail(self, task_id: str) -> dict[str, Any]:
+        """Bernstein's dashboard view of one task: `progress_entries`, `log_tail` (the
+        agent log's end), `agent_status`, beside the task itself."""
+        path = f"/dashboard/tasks/{safe_id(task_id, 'task id')}"
+        return self._expect(self.get(path), dict, path)
 
     def archive(self, limit: int = 200) -> list[Any]:
         return self._expect(self.get("/tasks/archive", limit=limit), list, "/tasks/archive")

@@ -21,21 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from console.control import Outcome
+from console.model import DEFAULT_LADDER, next_model, tier_of
 from console.remote.client import ServerClient, ServerError
-
-DEFAULT_LADDER = ("haiku", "sonnet", "opus")
-
-
-def next_model(current: str | None, ladder: tuple[str, ...]) -> tuple[str, int] | None:
-    """The next stronger model and its ladder step; None at the top. A task with no model
-    (or one off the ladder) goes to the second rung: the server's default is the first."""
-    if current:
-        name = current.lower()
-        for index, tier in enumerate(ladder):
-            if tier.lower() in name:
-                return (ladder[index + 1], index + 1) if index + 1 < len(ladder) else None
-    step = min(1, len(ladder) - 1)
-    return ladder[step], step
 
 
 class RemoteControl:
@@ -86,8 +73,7 @@ class RemoteControl:
         current = task.get("model") if isinstance(task.get("model"), str) else None
         metadata = task.get("metadata") if isinstance(task.get("metadata"), dict) else {}
         if model:
-            step = next((i for i, tier in enumerate(self.ladder)
-                         if tier.lower() in model.lower()), None)
+            step = tier_of(model, self.ladder)
             target = model
         else:
             found = next_model(current, self.ladder)

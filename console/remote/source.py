@@ -19,13 +19,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from console.remote.client import ServerClient, ServerError
+from console.remote.health import ServerHealth, decode_nodes
 from console.remote.sse import EventStream, SseEvent
 from console.sdd.state import Delta, State
 from console.sdd.task_codec import SIGNAL_TYPES
+from console.sdd.task_live import TaskLive, from_detail
 
 #: gate reports are fetched for tasks in these states (a report exists once gates ran)
 GATED_STATES = frozenset({"done", "closed", "failed", "blocked", "pending_approval"})
@@ -35,26 +37,7 @@ POLL_S = 1.0  # full re-sync while the event stream is down
 RESYNC_S = 60.0  # full re-sync even when all looks well (events dropped without a gap)
 
 
-@dataclass(frozen=True, slots=True)
-class ServerHealth:
-    """What the header shows about the server."""
-
-    url: str
-    status: str = "unknown"  # the server's /health status (ok, degraded), or unreachable
-    latency_ms: float | None = None  # the last request's round trip
-    live: bool = False  # the /events stream is connected
-    detail: str = ""  # why it is unreachable / the stream is down
-    checked_at: float | None = None  # time.time() of the last /health answer
-    draining: bool | None = None  # GET /drain; None: not known
-
-    def line(self) -> str:
-        latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
-        drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
-        return (f"{self.url}  {self.status}  {latency}  "
-                f"events {'live' if self.live else 'down'}{drain}")
-
-
-def _normalise(record: Any) -> Any:
+def normalise_task(record: Any) -> Any:
     """A TaskResponse as task_codec reads it: completion signals of a type this
     console does not know (3.23.0 adds several) are kept aside, not fatal."""
     if not isinstance(record, dict):
@@ -129,8 +112,8 @@ class RemoteSource:
         old = self.health
         new = replace(old, latency_ms=self.client.last_latency_ms, **changes)
         self.health = new
-        if (old.status, old.live, old.detail, old.draining) != (new.status, new.live,
-                                                                new.detail, new.draining):
+        if (old.status, old.live, old.detail, old.draining, old.workers) != (
+                new.status, new.live, new.detail, new.draining, new.workers):
             self._emit(Delta(sections={"server"}))
 
     def check_health(self) -> ServerHealth:
@@ -147,6 +130,15 @@ class RemoteSource:
                              else self.health.detail, checked_at=time.time())
         return self.health
 
+    def check_workers(self) -> None:
+        """`GET /cluster/nodes`: the workers' load for the header (a server without a
+        node registry, or one that refuses the read, shows none)."""
+        try:
+            nodes = decode_nodes(self.client.get("/cluster/nodes"))
+        except ServerError:
+            nodes = ()
+        self._set_health(workers=nodes)
+
     # -- syncing ---------------------------------------------------------------
 
     def sync(self) -> Delta:
@@ -154,7 +146,7 @@ class RemoteSource:
         ServerError when the tasks cannot be read (the state is left as it was)."""
         with self._sync_lock:
             self._unanswered = False
-            records = [_normalise(r) for r in self.client.all_tasks()]
+            records = [normalise_task(r) for r in self.client.all_tasks()]
             self._reached = True
             with self.lock:
                 delta = self.state.apply_server_tasks(self.client.where("/tasks"), records,
@@ -228,7 +220,7 @@ class RemoteSource:
         """One task again (after an event, or an action on it); a 404 removes it."""
         with self._sync_lock:
             try:
-                record = _normalise(self.client.task(task_id))
+                record = normalise_task(self.client.task(task_id))
             except ServerError as exc:
                 if exc.status != 404:
                     raise
@@ -240,6 +232,21 @@ class RemoteSource:
             if any(t.status in GATED_STATES for t in delta.upserts.values()):
                 delta.merge(self._sync_gate(task_id))
             return delta
+
+    @property
+    def root(self) -> None:
+        return None  # a task server's project is on its host, not here
+
+    def health_line(self) -> str:
+        return self.health.line()
+
+    def task_live(self, task_id: str) -> TaskLive:
+        """Progress, agent status and log tail from `GET /dashboard/tasks/{id}` (a
+        thread's job); a refusal is the problem line, never an exception."""
+        try:
+            return from_detail(self.client.task_detail(task_id))
+        except (ServerError, ValueError) as exc:
+            return TaskLive(problem=str(exc))
 
     def counts_agree(self) -> bool:
         """`GET /tasks/counts` against the state's counts (a cheap drift check)."""
@@ -321,6 +328,7 @@ class RemoteSource:
                 delay = min(10.0, delay * 2)
                 continue
             self.check_drain()
+            self.check_workers()
             self.loaded.set()
             self._emit(Delta())  # the load is complete, even if it found nothing
             return
@@ -350,6 +358,7 @@ class RemoteSource:
             if self.check_health().status == "unreachable":
                 continue
             self.check_drain()
+            self.check_workers()
             try:
                 agree = self.counts_agree()
             except ServerError as exc:

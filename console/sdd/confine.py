@@ -152,7 +152,8 @@ def remove_tree(path: Path, base: Path, top: Path, what: str = "directory") -> N
 
 
 #: the directories under .sdd/ the engine writes or removes things in
-ENGINE_DIRS = ("runtime", "runtime/gates", "runtime/heartbeats", "runtime/pids",
+ENGINE_DIRS = ("runtime", "runtime/gates", "runtime/heartbeats", "runtime/progress",
+               "runtime/pids",
                "runtime/control/inbox", "runtime/control/outbox", "runtime/gate-logs",
                "backlog/open", "backlog/claimed", "backlog/closed", "archive", "metrics",
                "evolution", "caching", "caching/gates", "routing", "worktrees", "sandboxes")

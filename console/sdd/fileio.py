@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -161,29 +162,39 @@ def read_json_object(path: Path, display: str) -> tuple[dict[str, Any] | None, P
 LOG_TAIL_BYTES = 64 * 1024
 
 
+def read_tail(path: Path, limit: int) -> tuple[bytes, int]:
+    """The last `limit` bytes of a regular file and its size, opened without blocking
+    and without following a final link (a FIFO or a device never hangs the reader).
+    OSError (ENOENT, ELOOP, "not a regular file") for the caller to word."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.pread(fd, limit, max(0, info.st_size - limit)), info.st_size
+    finally:
+        os.close(fd)
+
+
 def read_log_tail(root: Path, log: str, limit: int = LOG_TAIL_BYTES) -> str:
     """The end of an agent log named by a task's `metadata.log` (relative to the project):
-    only a regular file inside `.sdd/runtime/`, reached through no link, opened without
-    blocking (a FIFO or a device never hangs the reader), at most `limit` bytes read.
-    Callers keep it off the event loop."""
+    only a regular file inside `.sdd/runtime/`, reached through no link, at most `limit`
+    bytes read. Callers keep it off the event loop."""
     try:
         path = within(root / ".sdd" / "runtime", Path(log).relative_to(".sdd/runtime")
                       if Path(log).is_relative_to(".sdd/runtime") else log,
                       what="agent log", top=root)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except (UnsafePath, ValueError) as exc:
         return f"(log not shown: {exc})"
-    except OSError as exc:
-        return f"(no log yet: {exc.strerror or exc})"
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "(log not shown: metadata.log is not a regular file)"
-        size = info.st_size
-        data = os.pread(fd, limit, max(0, size - limit))
+        data, size = read_tail(path, limit)
+    except FileNotFoundError as exc:
+        return f"(no log yet: {exc.strerror or exc})"
     except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return "(log not shown: metadata.log is not a regular file)"
+        if exc.errno == errno.ELOOP:
+            return f"(log not shown: {log} is a symbolic link)"
         return f"(log not readable: {exc.strerror or exc})"
-    finally:
-        os.close(fd)
     text = data.decode("utf-8", errors="replace")
     return (f"… {size - limit} earlier bytes not shown\n" if size > limit else "") + text

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from console.model import (
+    SUCCEEDED,
     Attempt,
     Chain,
     EngineEvent,
@@ -300,7 +301,7 @@ class FinishedTask:
 
     @property
     def success(self) -> bool:
-        return self.status == "done"
+        return self.status in SUCCEEDED
 
 
 def encode_task_metric(done: FinishedTask) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from console.sdd.fileio import read_json_object, read_regular_file
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.state import Delta, State
 from console.sdd.tail import JsonlTail
+from console.sdd.task_live import TaskLive, read_local
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
 
 #: bytes read per step of the initial load, so deltas stream to the console
@@ -57,6 +58,22 @@ class LocalSource:
     @property
     def exists(self) -> bool:
         return self.paths.sdd.is_dir()
+
+    @property
+    def root(self) -> Path:
+        return self.paths.root
+
+    def health_line(self) -> str | None:
+        return None  # no server: the engine line says who runs the project
+
+    def task_live(self, task_id: str) -> TaskLive:
+        """Progress, last heartbeat and agent log tail of a task (a thread's job)."""
+        with self.lock:
+            task = self.state.tasks.get(task_id)
+            metadata = dict(task.metadata) if task else {}
+            if task is not None and task.assigned_agent and "session" not in metadata:
+                metadata["session"] = task.assigned_agent  # Bernstein's own agents
+        return read_local(self.paths.root, task_id, metadata)
 
     def describe(self) -> str:
         return str(self.paths.root)

@@ -1,24 +1,45 @@
-"""The operator actions of the console (DESIGN §5): retry, escalate, cancel, pause
-and resume, copy. Each goes through a `Control` in a worker thread and shows its real
-outcome or the refusal's reason; `--read-only` refuses them all.
+"""The operator actions of the console (DESIGN §5), carried out by the app: screens ask
+with an `OperatorRequest` message (retry, escalate, cancel, approve, reject); pause,
+resume and copy are the app's own keys. Each runs through a `Control` in an "actions"
+worker thread, which posts its real outcome (`ActionDone`) or fails — and one handler
+turns any failed worker of the console into a one-line notification. `--read-only`
+refuses them all.
 
 A mixin of ConsoleApp: it uses the app's source, engine, selection and notifications.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual import work
+from textual.worker import Worker, WorkerState
+
+from console.sdd.sanitize import display_text
+from console.tui.messages import ActionDone, OperatorRequest
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    _App = App[int]
+else:
+    _App = object
+
+#: a failed worker's notification: its first line, this many characters at most
+FAILURE_LIMIT = 300
 
 
-class OperatorActions:
+class OperatorActions(_App):
     read_only: bool
-    selected: str | None
     local: bool
+    project_root: Path
     source: Any
     engine: Any
     control_factory: Any
+    main: Any  # the main screen: its selection is the task a key acts on
 
-    def _control(self):  # type: ignore[no-untyped-def]
+    def _control(self) -> Any:
         """In a worker thread: the engine in this process, or whoever owns the project."""
         if self.control_factory is not None:
             return self.control_factory()
@@ -28,100 +49,70 @@ class OperatorActions:
             return EngineControl(self.engine)
         from console.engine.control import local_control
 
-        return local_control(self.source.paths.root)
+        return local_control(self.project_root)
 
-    def act(self, name: str, call) -> None:  # type: ignore[no-untyped-def]
-        """An operator action in a worker thread; its real outcome is shown."""
+    def on_operator_request(self, request: OperatorRequest) -> None:
         if self.read_only:
-            self.notify(f"{name} refused: the console is read-only", severity="warning")
+            self.notify(f"{request.name} refused: the console is read-only",
+                        severity="warning")
             return
+        # the worker's name says which action failed, if it does
+        self._carry_out(request).name = request.name
 
-        def work() -> None:
-            try:
-                outcome = call(self._control())
-            except Exception as exc:  # a refused owner, a broken project: said, not raised
-                self.call_from_thread(self.notify, f"{name}: {exc}", severity="error",
-                                      markup=False)
-                return
-            self.call_from_thread(self.notify, outcome.message, markup=False,
-                                  severity="information" if outcome.ok else "error",
-                                  timeout=6)
+    @work(thread=True, group="actions", exit_on_error=False)
+    def _carry_out(self, request: OperatorRequest) -> None:
+        """In a worker thread: the action through the Control; its outcome posted."""
+        self.post_message(ActionDone(request.name, request.call(self._control())))
 
-        self.run_worker(work, thread=True, group="actions", exit_on_error=False)
+    def on_action_done(self, message: ActionDone) -> None:
+        self.notify(message.outcome.message, markup=False, timeout=6,
+                    severity="information" if message.outcome.ok else "error")
 
-    def _target(self, action: str, task_id: str | None = None) -> str | None:
-        if self.read_only:
-            self.notify(f"{action} refused: the console is read-only", severity="warning")
-            return None
-        task_id = task_id or self.selected
-        if task_id is None:
-            self.notify(f"{action}: select a task first", severity="warning")
-        return task_id
-
-    def action_retry(self, task_id: str | None = None) -> None:
-        target = self._target("retry", task_id)
-        if target is not None:
-            self.act("retry", lambda control: control.retry(target))
-
-    def _confirmed(self, name: str, question: str, effect: str, call) -> None:  # type: ignore[no-untyped-def]
-        """Ask first (a modal naming the task and the effect); act only on yes."""
-        from console.tui.screens.confirm import ConfirmScreen
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.act(name, call)
-
-        self.push_screen(ConfirmScreen(question, effect), answered)
-
-    def action_escalate(self, task_id: str | None = None) -> None:
-        target = self._target("escalate", task_id)
-        if target is not None:
-            self._confirmed("escalate", f"Escalate task {target}?",
-                            "Its next attempt runs on the next, more expensive model tier; "
-                            "a failed task is reopened for it.",
-                            lambda control: control.escalate(target))
-
-    def action_cancel_task(self, task_id: str | None = None) -> None:
-        target = self._target("cancel", task_id)
-        if target is not None:
-            self._confirmed("cancel", f"Cancel task {target}?",
-                            "It and its subtasks are cancelled (terminal: it cannot be "
-                            "retried) and a running agent is killed.",
-                            lambda control: control.cancel(target, "cancelled from the console"))
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker of the console that fails (a refused owner, a broken project, a
+        bug) is said in one line: never silent, never a traceback."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        text = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        what = event.worker.name or event.worker.group
+        self.notify(display_text(f"{what}: {text}", limit=FAILURE_LIMIT),
+                    severity="error", markup=False, timeout=8)
 
     def action_pause(self) -> None:
         """Pause a running engine, or resume a paused one; on a task server, drain it or
         resume it, as its `GET /drain` says."""
         if not self.local:
-            self.act("drain", lambda control: control.toggle_drain())
+            self.post_message(OperatorRequest("drain", lambda control: control.toggle_drain()))
             return
         with self.source.lock:
             engine = self.source.state.engine_status
         if engine is not None and engine.running and engine.paused:
-            self.act("resume", lambda control: control.resume())
+            self.post_message(OperatorRequest("resume", lambda control: control.resume()))
         else:
-            self.act("pause", lambda control: control.pause())
+            self.post_message(OperatorRequest("pause", lambda control: control.pause()))
 
     def action_copy(self, what: str) -> None:
         """Copy the selected task's id or worktree path (OSC 52), and show it too."""
-        if self.selected is None:
+        selected: str | None = self.main.selected
+        if selected is None:
             self.notify("copy: select a task first", severity="warning")
             return
-        text = self.selected
+        text = selected
         if what == "worktree" and not self.local:
             self.notify("worktrees live on the agents' hosts, not here", severity="warning")
             return
         if what == "worktree":
             with self.source.lock:
-                task = self.source.state.tasks.get(self.selected)
+                task = self.source.state.tasks.get(selected)
             session = task.metadata.get("session") if task else None
-            worktree = self.source.paths.sdd / "worktrees" / str(session)
+            worktree = self.project_root / ".sdd" / "worktrees" / str(session)
             if not session or task is None or task.is_terminal:
-                self.notify(f"task {self.selected} has no worktree now (one exists only "
+                self.notify(f"task {selected} has no worktree now (one exists only "
                             "while an attempt runs)", severity="warning")
                 return
             text = str(worktree)
         self.copy_to_clipboard(text)
         self.notify(f"copied {text}\n(if your terminal ignores OSC 52, select it here)",
                     markup=False, timeout=8)
-

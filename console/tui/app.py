@@ -1,61 +1,74 @@
 """The console app: a live, keyed task table over a project's `.sdd/`.
 
 Data path (DESIGN §1): the watcher thread reads files into the State and posts
-`StateChanged` with the delta; handlers here only touch widgets. Nothing on the
-event loop reads a file.
+`StateChanged` with the delta; the app routes it to the screens (the main screen owns
+the table, header and detail; see screens/main.py). Nothing on the event loop reads a
+file. The app keeps the source, the engine, the operator actions' workers and the
+notifications.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from textual.app import App, ComposeResult
-from textual.containers import Vertical
+from textual.app import App
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
-from textual.widgets import Footer, Static
 
 from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
-from console.sdd.fileio import read_log_tail
+from console.model import TaskState
 from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import Delta
+from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
-from console.tui.keys import MAIN_BINDINGS
-from console.tui.messages import EngineAlert, EngineStatus, SourceError, StateChanged
+from console.tui.keys import APP_BINDINGS
+from console.tui.messages import (
+    EngineAlert,
+    EngineStatus,
+    Noted,
+    ShowTask,
+    SourceError,
+    StateChanged,
+)
+from console.tui.screens.built_view import BuiltView
+from console.tui.screens.main import MainScreen
 from console.tui.styles import stylesheet
-from console.tui.task_rows import COLUMNS
 from console.tui.trace import Trace
 from console.tui.trusting import TrustActions
 from console.tui.updates import AlertWatch, header_of, rows_for
-from console.tui.views import ViewActions, empty_text
-from console.tui.widgets.lines import Lines
-from console.tui.widgets.sla_strip import SlaStrip
-from console.tui.widgets.status_bar import StatusBar
-from console.tui.widgets.task_detail import TaskDetail
-from console.tui.widgets.task_table import TaskTable
+from console.tui.views import ScreenActions, empty_text
 
 if TYPE_CHECKING:
+    from textual.command import Provider
+
     from console.engine.engine import Engine
 
-DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
+P = ParamSpec("P")
+R = TypeVar("R")
+
 FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
+#: the selected task's progress, heartbeat and log are read again this often (seconds)
+#: while its agent works
+LIVE_EVERY_S = 2
+FOLLOWED = frozenset({TaskState.CLAIMED, TaskState.IN_PROGRESS})
 NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
-def _while_up(method):  # type: ignore[no-untyped-def]
+def _while_up(method: Callable[Concatenate[ConsoleApp, P], R]
+              ) -> Callable[Concatenate[ConsoleApp, P], R | None]:
     """A handler that can still fire while the app shuts down (a timer, a late message)
     does nothing once it does; while the app runs, a missing widget is a real error."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def wrapper(self: ConsoleApp, *args: P.args, **kwargs: P.kwargs) -> R | None:
         if self.shutting_down:
             return None
         try:
@@ -68,31 +81,32 @@ def _while_up(method):  # type: ignore[no-untyped-def]
     return wrapper
 
 
-def _console_commands():  # type: ignore[no-untyped-def]
+def _console_commands() -> type[Provider]:
     """The palette provider, imported when the palette first opens (not at start-up)."""
     from console.tui.commands import ConsoleCommands
 
     return ConsoleCommands
 
 
-class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
+class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
     TITLE = "bernstein-tui"
-    CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
-    BINDINGS = MAIN_BINDINGS
-    AUTO_FOCUS = "TaskTable"  # never the hidden filter box
+    CSS_PATH = [stylesheet("base"), stylesheet("screens")]  # the main screen has its own
+    BINDINGS = APP_BINDINGS
+    DEFAULT_MODE = "main"
     COMMANDS = App.COMMANDS | {_console_commands}
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
                  demo: bool = False, clock: Callable[[], float] = time.time,
-                 label: str | None = None, source: LocalSource | None = None,
+                 label: str | None = None, source: Source | None = None,
                  control: Callable[[], object] | None = None) -> None:
         super().__init__()
         self.demo = demo
         self.label = label  # shown instead of the project's path
         self.clock = clock
-        # a task server's RemoteSource has the same surface, without local paths
-        self.source = source if source is not None else LocalSource(root)
-        self.local = source is None
+        # a local project's .sdd/, or what `--server` hands in (a task server's)
+        self.source: Source = source if source is not None else LocalSource(root)
+        self.local = self.source.root is not None  # trust, an engine and worktrees are here
+        self.project_root: Path = self.source.root or root  # used only where self.local
         self.control_factory = control
         self.read_only = read_only
         self.want_engine = engine and not read_only
@@ -100,8 +114,6 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
         self.counts: dict[str, int] = {}
         self.problem_count = 0
         self.loaded = False  # no "could not be read" toasts for what the first load finds
-        self.selected: str | None = None
-        self.filter_text = ""
         self._first_painted = False
         self._events_seen = 0  # watcher thread only
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
@@ -113,36 +125,34 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
         if saved and saved in self.available_themes:
             self.theme = saved
         self._theme_ready = True
-
-    def compose(self) -> ComposeResult:
         where = (self.label or self.source.describe()) + (
             "  [read-only]" if self.read_only else "")
         if self.demo:
             where = "DEMO (scripted demo agent, no API keys) · " + where
-        yield StatusBar(where, id="status")
-        with Vertical(id="body"):
-            yield Static("Reading .sdd/ …", id="empty", markup=False)
-            yield Lines("", id="view-line", markup=False)
-            yield TaskTable(clock=self.clock, id="tasks")
-            yield SlaStrip("", id="sla-strip")
-            yield TaskDetail(id="detail")
-        # the Footer (a widget per key, ~50 ms to lay out) is mounted right after the
-        # first paint: see _after_first_paint
+        self.main = MainScreen(self.source, where, read_only=self.read_only, clock=self.clock,
+                               engine_line="engine: off (watching only)"
+                               if not self.want_engine else "engine: starting …")
+        # the base screen of the app's one mode (a mode's screen gets its own stylesheet
+        # loaded; a default screen's is not)
+        self.add_mode("main", lambda: self.main)
 
-    def on_mount(self) -> None:
-        for widget in ("#view-line", "#tasks", "#sla-strip", "#detail"):
-            self._main(widget).display = False
-        self._main(StatusBar).show(engine_line="engine: off (watching only)"
-                                       if not self.want_engine else "engine: starting …")
-        self.set_interval(1.0, self._every_second)
+    def on_main_screen_ready(self) -> None:
+        """The main screen is up: the source's rows have somewhere to go."""
         self.set_timer(FIRST_PAINT_FALLBACK_S, self._after_first_paint)  # if nothing comes
+        self.set_interval(LIVE_EVERY_S, self._follow_live)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
+        self.run_worker(self._read_ladder, thread=True, exit_on_error=False, name="ladder")
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
         # SIGHUP (terminal lost) / SIGTERM: stop the engine's agents, then exit
-        on_stop_signals(lambda: self.engine is not None and self.engine.stop(timeout=10),
+        on_stop_signals(self._stop_engine,
                         lambda code: self.call_from_thread(self.exit, return_code=code))
+
+    def _stop_engine(self) -> None:
+        """In a thread, on SIGHUP/SIGTERM: the engine's agents stopped, its tasks reopened."""
+        if self.engine is not None:
+            self.engine.stop(timeout=10)
 
     def on_unmount(self) -> None:
         self.source.stop()
@@ -155,14 +165,26 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
             self.run_worker(lambda: settings.save_theme(theme), thread=True,
                             group="settings", exit_on_error=False)
 
+    def _read_ladder(self) -> None:
+        """bernstein.yaml's cascade.ladder, for escalate's top-tier check (a file: read
+        in a thread; a broken one keeps the default, the engine says why)."""
+        from console.engine.cascade import parse_cascade
+        from console.sdd.project_config import ConfigError, load_config
+
+        try:
+            ladder = parse_cascade(load_config(self.project_root).raw.get("cascade")).ladder
+        except (ValueError, TypeError, ConfigError, OSError):
+            return
+        self.main.ladder = ladder
+
     def _start_engine(self) -> None:
         """In a thread: the engine's start does file and git work."""
         from console.engine.engine import Engine
         from console.sdd.project_config import ConfigError
 
         try:
-            engine = Engine(self.source.paths.root, trusted=self.demo,  # a demo we wrote
-                            on_write_problem=lambda why: self.post_message(EngineAlert(why or "")))
+            engine = Engine(self.project_root, trusted=self.demo,  # a demo we wrote
+                            on_write_problem=self._write_problem)
             engine.start(create=False)
         except Untrusted as exc:  # watch-only until the operator trusts it (t)
             self.post_message(EngineStatus("engine: off (watch-only)", False,
@@ -182,6 +204,10 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
         self.post_message(EngineStatus(
             f"engine: running, {engine.workers} worker(s), base branch '{engine.repo.base}'",
             True))
+
+    def _write_problem(self, why: str | None) -> None:
+        """From the engine's thread: what stops it writing (None: it writes again)."""
+        self.post_message(EngineAlert(why or ""))
 
     # -- called in the watcher thread: only compute and post -------------------
 
@@ -208,39 +234,24 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
 
     @property
     def shutting_down(self) -> bool:
-        # _running goes False first thing in App._shutdown (also a test's teardown)
-        return self._exit or self._closing or not self._running or not self.screen_stack
+        """The app is stopping (or a test's teardown is): the main screen may be gone."""
+        return not self.is_running or not self.main.is_attached
 
-    def _main(self, selector):  # type: ignore[no-untyped-def]
-        """A widget of the main screen, whichever screen is on top."""
-        return self.screen_stack[0].query_one(selector)
+    @property
+    def selected(self) -> str | None:
+        """The task selected on the main screen."""
+        return self.main.selected
 
     @_while_up
     def on_state_changed(self, message: StateChanged) -> None:
-        table = self._main(TaskTable)
-        empty = self._main("#empty")
-        table.apply(message.rows)
+        empty = (empty_text(self.project_root, message.exists) if self.local
+                 else f"No tasks on {display_text(self.source.describe())} yet.")
+        if self.main.apply(message, empty, self.source.health_line()):
+            self.call_after_refresh(self._after_first_paint)  # something to read is up
         if self.trace.on and message.rows:
             self.call_after_refresh(self.trace.mark, "rows",
                                     [k for k, v in message.rows.items() if v is not None],
-                                    table.row_count)
-        show_table = message.exists and bool(table.rows)
-        if not show_table and (message.loaded or not message.exists):
-            empty.update(empty_text(self.source.paths.root, message.exists) if self.local
-                         else f"No tasks on {display_text(self.source.describe())} yet.")
-        empty.display = not show_table
-        if show_table or message.loaded or not message.exists:  # something to read is up
-            self.call_after_refresh(self._after_first_paint)
-        if show_table and not table.display:
-            for widget in ("#view-line", "#tasks"):
-                self._main(widget).display = True
-            # the detail pane (tabs, five panes) is laid out after the rows are on screen
-            self.call_after_refresh(self._show_detail)
-        elif not show_table and table.display:
-            for widget in ("#view-line", "#tasks", "#detail"):
-                self._main(widget).display = False
-        if self.selected in message.rows or message.sections & DETAIL_SECTIONS:
-            self._select(self.selected)
+                                    self.main.table.row_count)
         self.counts = message.header.counts
         if self.loaded and message.header.problems > self.problem_count:
             new = message.header.problems - self.problem_count
@@ -252,20 +263,13 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
             if event.level == "error":
                 self.notify(event.message, severity="error", timeout=8, markup=False)
         for alert in message.alerts:
-            self.notify(alert.text, severity=alert.severity, timeout=8,  # type: ignore[arg-type]
-                        markup=False)
+            self.notify(alert.text, severity=alert.severity, timeout=8, markup=False)
         if any(a.severity == "error" for a in message.alerts) and self.bell_on:
             self.bell()
-        health = getattr(self.source, "health", None)
-        self._main(StatusBar).show(message.header, engine_line=health.line() if health
-                                   else None)
-        self._show_sla()
-        self._show_view_line()
-        # screens are imported when first opened: a screen that shows State says which
-        # sections it follows
-        if message.sections & getattr(self.screen, "SECTIONS", frozenset()):
-            with contextlib.suppress(NoMatches):  # pushed, not composed yet: it reads on mount
-                self.screen.refresh_rows()
+        # a screen that shows State says which sections it follows
+        screen = self.screen
+        if isinstance(screen, BuiltView) and message.sections & screen.SECTIONS:
+            screen.refresh_rows()  # built in a worker, shown when the screen is up
 
     async def _after_first_paint(self) -> None:
         """Once the first rows (or the empty screen) are on screen: a long load may go
@@ -274,87 +278,58 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
             return
         self._first_painted = True
         self.source.shown.set()
-        main = self.screen_stack[0]
-        await main.mount(Footer())
-        main.refresh_bindings()  # a footer mounted late fills in on the next change only
+        await self.main.add_footer()
 
-    async def _show_detail(self) -> None:
-        if self.shutting_down:
-            return
-        table = self._main(TaskTable)
-        if table.display:
-            detail = self._main(TaskDetail)
-            detail.display = True
-            await detail.activate()
-            # once the panes exist, whichever task is selected by then: a Highlighted
-            # handled meanwhile must not be undone by the selection seen here
-            self.call_after_refresh(lambda: self._select(self.selected))
-            if self.focused is None:
-                table.focus()
+    def on_show_task(self, message: ShowTask) -> None:
+        """Back to the main screen, on the task (a filter hiding it is cleared)."""
+        while self.screen is not self.main and len(self.screen_stack) > 1:
+            self.pop_screen()
+        if message.task_id in self.main.table.rows:
+            self.main.go_to_task(message.task_id)
+        else:
+            self.notify(f"task {message.task_id} is not in the task table (archived?)",
+                        severity="warning", markup=False)
+
+    # -- the selected task's progress, heartbeat and log --------------------------------
 
     @_while_up
-    def _every_second(self) -> None:
-        self._show_sla()
-
-    def _show_sla(self) -> None:
-        table = self._main(TaskTable)
-        self._main(SlaStrip).show((table.rows[i] for i in table.deadlined), self.clock())
-
-    def _show_view_line(self, error: str | None = None) -> None:
-        table = self._main(TaskTable)
-        sort = "task log order"
-        if table.sort_key is not None:
-            label = next(c.label for c in COLUMNS if c.key == table.sort_key)
-            sort = f"{label} {'▼' if table.reverse else '▲'}"
-        shown = (f"{table.row_count} of {len(table.rows)} tasks" if table.predicate
-                 else f"all {len(table.rows)} tasks")
-        what = f"filter: {self.filter_text}  ·  " if self.filter_text else ""
-        text = f"{what}{shown}  ·  sort: {sort}   (/ filter · 0-8 quick filters · s sort)"
-        if error:
-            text = f"✗ {error}  ·  {shown}"
-        line = self._main("#view-line")
-        line.show_lines(display_text(text))  # the filter may be pasted
-        line.set_class(bool(error), "-error")
-
-    # -- the selected task's detail ----------------------------------------------
+    def on_main_screen_selected(self, message: MainScreen.Selected) -> None:
+        self._refresh_live()
 
     @_while_up
-    def on_task_table_highlighted(self, event: TaskTable.Highlighted) -> None:
-        self._select(event.task_id)
-
-    @_while_up
-    def on_task_table_view_changed(self, event: TaskTable.ViewChanged) -> None:
-        self._show_view_line()
-
-    @_while_up
-    def _select(self, task_id: str | None) -> None:
-        self.selected = task_id
-        with self.source.lock:
-            self._main(TaskDetail).show(self.source.state, task_id)
-        self._refresh_log()
-
-    @_while_up
-    def _refresh_log(self) -> None:
-        if self.selected is None or not self.local:  # a server does not serve agent logs
+    def _follow_live(self) -> None:
+        """Every LIVE_EVERY_S: the selected task's live figures again, while its agent
+        works."""
+        if self.selected is None:
             return
         with self.source.lock:
             task = self.source.state.tasks.get(self.selected)
-        log = task.metadata.get("log") if task else None
-        if log:
-            self.run_worker(lambda: self._read_log(self.source.paths.root, str(log)),
-                            thread=True, group="log", exclusive=True, exit_on_error=False)
-
-    def _read_log(self, root: Path, log: str) -> None:
-        text = read_log_tail(root, log)
-        self.call_from_thread(self._show_log_text, text)
+        if task is not None and task.state in FOLLOWED:  # its agent is at work
+            self._refresh_live()
 
     @_while_up
-    def _show_log_text(self, text: str) -> None:
-        self._main(TaskDetail).show_log(text)
+    def _refresh_live(self) -> None:
+        """The selected task's progress, last heartbeat and agent log, read by a thread
+        worker (files for a local project, `GET /dashboard/tasks/{id}` for a server)."""
+        task_id = self.selected
+        if task_id is None:
+            return
+        self.run_worker(lambda: self._read_live(task_id), thread=True, group="live",
+                        name="reading the task's log", exclusive=True, exit_on_error=False)
+
+    def _read_live(self, task_id: str) -> None:
+        live = self.source.task_live(task_id)
+        self.call_from_thread(self._show_live, task_id, live)
+
+    @_while_up
+    def _show_live(self, task_id: str, live: TaskLive) -> None:
+        if task_id != self.selected:
+            return  # the operator moved on while it was read
+        self.main.show_live(task_id, live)
 
     @_while_up
     def on_engine_alert(self, message: EngineAlert) -> None:
-        self._main(StatusBar).show(alert=message.text)
+        self.main.show_alert(message.text)
         if message.text:
             self.notify(message.text, title="engine stopped dispatching", severity="error",
                         markup=False)
@@ -364,7 +339,7 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
 
     @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:
-        self._main(StatusBar).show(engine_line=message.text, notice=message.untrusted)
+        self.main.show_engine(message.text, message.untrusted)
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)
@@ -373,7 +348,8 @@ class ConsoleApp(ViewActions, TrustActions, OperatorActions, App[int]):
                timeout: float | None = None, markup: bool = True) -> None:
         """Every notification of the console (screens' too: theirs come here): data
         made display text, never markup — a `[/]` in a server's error or a task id is
-        shown as written, an escape sequence as `\\x1b`."""
-        super().notify(display_text(message, multiline=True, limit=NOTE_LIMIT),
-                       title=display_text(title, limit=NOTE_LIMIT), severity=severity,
+        shown as written, an escape sequence as `\\x1b`. Each is also posted as `Noted`."""
+        text = display_text(message, multiline=True, limit=NOTE_LIMIT)
+        super().notify(text, title=display_text(title, limit=NOTE_LIMIT), severity=severity,
                        timeout=timeout, markup=False)
+        self.post_message(Noted(text, severity))

@@ -16,7 +16,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from console.model import TaskState
 from console.sdd.sanitize import CELL_LIMIT, display_text
-from console.tui.keys import MAIN_KEYS
+from console.tui.keys import MAIN_KEYS, SCREEN_GROUPS
 
 if TYPE_CHECKING:
     from console.tui.app import ConsoleApp
@@ -33,11 +33,13 @@ class ConsoleCommands(Provider):
     def _entries(self) -> list[tuple[str, Callable[[], object], str]]:
         app = self.console
         entries: list[tuple[str, Callable[[], object], str]] = []
-        for _group, _key, action, _label, description, _shown in MAIN_KEYS:
+        for group, _key, action, _label, description, _shown in MAIN_KEYS:
             if action in ("command_palette", "help") or action.startswith("quick_filter"):
                 continue
+            # a task key acts on the main screen, whichever screen the palette opened on
+            where = app.main if group in SCREEN_GROUPS else app
             entries.append((description.split(" (")[0],
-                            partial(app.run_action, action), f"key {_key}"))
+                            partial(app.run_action, action, where), f"key {_key}"))
         with app.source.lock:
             state = app.source.state
             proposals = list(state.pending_proposals())
@@ -56,11 +58,11 @@ class ConsoleCommands(Provider):
             shown = (f"{display_text(task_id, limit=CELL_LIMIT)} "
                      f"{display_text(title, limit=CELL_LIMIT)}")
             # the help line is always parsed as markup: only a known state's name goes in
-            entries.append((f"Task {shown}", partial(app.go_to_task, task_id),
+            entries.append((f"Task {shown}", partial(app.main.go_to_task, task_id),
                             status if TaskState.parse(status) else "task (unknown state)"))
             if status == "failed":
                 entries.append((f"Retry task {shown}",
-                                partial(app.action_retry, task_id), "failed task"))
+                                partial(app.main.action_retry, task_id), "failed task"))
         return entries
 
     async def discover(self) -> Hits:

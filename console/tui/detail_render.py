@@ -12,12 +12,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from console.model import GateReport, GateResult, Reflection, Review, Task
+from console.model import GateReport, GateResult, Reflection, Review, Task, gate_label
 from console.sdd.sanitize import data_text, display_text
 from console.sdd.state import State
-
-GATE_GLYPHS = {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–",
-               "bypassed": "↷"}
 
 
 def _empty(text: str) -> Text:
@@ -35,8 +32,7 @@ def gates_view(state: State, task_id: str) -> RenderableType:
         for column in ("gate", "status", "required", "cached", "ms"):
             table.add_column(column)
         for line in latest.values():
-            table.add_row(data_text(line.gate), data_text(f"{GATE_GLYPHS.get(line.status, '?')} "
-                                                     f"{line.status}"),
+            table.add_row(data_text(line.gate), data_text(gate_label(line.status)),
                           "yes" if line.required else "no", "yes" if line.cached else "",
                           str(line.duration_ms))
         return table
@@ -46,7 +42,7 @@ def gates_view(state: State, task_id: str) -> RenderableType:
     for r in results:
         mark = " BLOCKS" if r.blocked else ""
         table.add_row(data_text(r.name),
-                      data_text(f"{GATE_GLYPHS.get(r.status, '?')} {r.status}{mark}"),
+                      data_text(gate_label(r.status) + mark),
                       "yes" if r.required else "no", "yes" if r.cached else "",
                       str(r.duration_ms), data_text(r.details, multiline=True))
     parts: list[RenderableType] = [table]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from textual.message import Message
 
+from console.control import Outcome
 from console.model import EngineEvent
 from console.tui.task_rows import TaskRow
 from console.tui.updates import Alert, Header
@@ -50,3 +54,42 @@ class EngineAlert(Message):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.text = text
+
+
+class OperatorRequest(Message):
+    """A screen asks for an operator action (retry, approve, …): the app runs `call` with
+    a Control in an "actions" worker thread and shows its outcome. `name` says which
+    action, in the outcome's notification and in a failure's."""
+
+    def __init__(self, name: str, call: Callable[[Any], Outcome]) -> None:
+        super().__init__()
+        self.name = name
+        self.call = call
+
+
+class ActionDone(Message):
+    """An operator action's real outcome (done, or refused and why), from its worker."""
+
+    def __init__(self, name: str, outcome: Outcome) -> None:
+        super().__init__()
+        self.name = name
+        self.outcome = outcome
+
+
+class Noted(Message):
+    """The console showed a notification (already display text): for whoever keeps a
+    history of them, and for tests, through the public message hook."""
+
+    def __init__(self, text: str, severity: str) -> None:
+        super().__init__()
+        self.text = text
+        self.severity = severity
+
+
+class ShowTask(Message):
+    """A screen asks for a task on the main screen (Enter on a chain): the app goes back
+    to it and selects the task."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__()
+        self.task_id = task_id

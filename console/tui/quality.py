@@ -13,11 +13,11 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from console.model import SUCCEEDED
 from console.sdd.state import State
 
 SPARKS = "▁▂▃▄▅▆▇█"
 _LOCATION = re.compile(r"^([^\s:][^:]*):\d+")
-SUCCESS = frozenset({"done", "closed"})
 
 
 def sparkline(values: list[float]) -> str:
@@ -89,7 +89,7 @@ class Quality:
 
 def quality_of(state: State, buckets: int = 24) -> Quality:
     counts = state.state_counts()
-    succeeded = sum(counts[s] for s in SUCCESS)
+    succeeded = sum(counts[s] for s in SUCCEEDED)
     finished = succeeded + counts["failed"]
     gates = [GateRow(name, stats.runs, stats.passed / stats.runs if stats.runs else 0.0,
                      "".join("✓" if ok else "✗" for ok in stats.recent),
@@ -125,7 +125,7 @@ def quality_of(state: State, buckets: int = 24) -> Quality:
         flagged.update({m.group(1) for line in digest.splitlines()
                         if (m := _LOCATION.match(line.strip()))})
     unfinished = sum(n for status, n in counts.items()
-                     if status not in SUCCESS | {"failed", "cancelled"})
+                     if status not in SUCCEEDED | {"failed", "cancelled"})
     return Quality(finished, succeeded, gates,
                    (percentile(durations, 0.5), percentile(durations, 0.9),
                     percentile(durations, 0.99)), len(durations), models, state.chain_cost,

@@ -17,6 +17,7 @@ from rich.text import Text
 from console.model import Task, TaskState, state_label
 from console.sdd.sanitize import data_text, display_text
 from console.sdd.state import State
+from console.sdd.task_live import STALE_AFTER_S, TaskLive
 from console.tui.keys import BLOCKER_KEY
 
 #: how many dependants are listed before "… and N more"
@@ -76,8 +77,8 @@ def _task_rows(state: State, title: str, ids: list[str], blocker: str | None) ->
     return table
 
 
-def _progress(task: Task) -> Text | None:
-    log: Any = task.extra.get("progress_log")
+def _progress(task: Task, live: TaskLive | None) -> Text | None:
+    log: Any = list(live.progress) if live and live.progress else task.extra.get("progress_log")
     if not isinstance(log, list) or not log or not isinstance(log[-1], dict):
         return None
     last = log[-1]
@@ -88,16 +89,38 @@ def _progress(task: Task) -> Text | None:
             + Text(stamp))
 
 
-def summary_view(state: State, task: Task) -> RenderableType:
+def _heartbeat(live: TaskLive | None, now: float) -> Text | None:
+    beat = live.heartbeat if live else None
+    if not beat:
+        return None
+    parts: list[Text] = []
+    stamp = beat.get("timestamp")
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        age = max(0.0, now - float(stamp))
+        parts.append(Text(f"{age:.0f} s ago"))
+        if age > STALE_AFTER_S:
+            parts.append(Text("stale: the agent may be hung", style="bold"))
+    parts += [Text(f"{key} ") + data_text(beat[key], limit=60) for key in
+              ("status", "phase", "message") if beat.get(key) not in (None, "")]
+    return Text("Last heartbeat: ", style="bold") + Text(" · ").join(parts)
+
+
+def summary_view(state: State, task: Task, live: TaskLive | None = None,
+                 now: float | None = None) -> RenderableType:
+    """`live` is what a worker read of the task's progress and heartbeat (None until
+    then); `now` for the heartbeat's age (the wall clock unless given)."""
     blocker = blocking_dependency(state, task)
     parts: list[RenderableType] = [
         data_text(task.title, "bold", multiline=True),
         Text("State: ", style="bold") + data_text(state_label(task.status)),
         *_reason_lines(task, blocker),
     ]
-    progress = _progress(task)
-    if progress is not None:
-        parts.append(progress)
+    beat = None if task.is_terminal else _heartbeat(live, time.time() if now is None else now)
+    for line in (_progress(task, live), beat):
+        if line is not None:
+            parts.append(line)
+    if live is not None and live.problem:
+        parts.append(Text("Not shown: ", style="bold") + data_text(live.problem))
     stamps = [f"{label} {_when(value)}" for label, value in (
         ("created", task.created_at), ("claimed", task.claimed_at),
         ("completed", task.completed_at)) if value]

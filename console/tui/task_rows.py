@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from console.model import TaskState, state_label
+from console.model import SUCCEEDED, TaskState, short_state_label
 from console.sdd.sanitize import CELL_LIMIT, display_text
 from console.sdd.state import State
 
@@ -65,7 +65,7 @@ class TaskRow:
         attempt = f"{self.attempt}/{self.attempts}" if self.attempt else ""
         # the id and state are the row's keys, kept as they are; title, role and model
         # were made display text when the row was built
-        return (display_text(state_label(self.status), limit=CELL_LIMIT),
+        return (display_text(short_state_label(self.status), limit=CELL_LIMIT),
                 display_text(self.id, limit=CELL_LIMIT), f"P{self.priority}", self.role,
                 self.model, attempt, gates, sla_cell(self, now), self.title)
 
@@ -85,8 +85,12 @@ def sla_cell(row: TaskRow, now: float) -> str:
     if row.deadline is None:
         return ""
     if row.terminal:
-        return "✗ missed" if row.sla == "violated" or (row.sla != "met" and row.deadline < now
-                                                        and row.status != "done") else "✓ met"
+        if row.sla == "violated":
+            return "✗ missed"
+        if row.status not in SUCCEEDED and row.status != "failed":
+            return ""  # cancelled, refused, abandoned: no work was due, no verdict
+        return "✗ missed" if row.sla != "met" and row.deadline < now and \
+            row.status not in SUCCEEDED else "✓ met"
     left = row.deadline - now
     if left < 0 or row.sla == "violated":
         return f"✗ {countdown(left)}"

@@ -7,12 +7,14 @@ A mixin of ConsoleApp: it uses the app's source, engine, notifications and its
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
 class TrustActions:
     read_only: bool
     local: bool
+    project_root: Path
     source: Any
     engine: Any
     want_engine: bool
@@ -33,7 +35,7 @@ class TrustActions:
         from console.sdd.sanitize import display_text
         from console.sdd.trust import TrustError, check, fingerprint, what_runs
 
-        root = self.source.paths.root
+        root = self.project_root
         try:
             status = check(root)
             runs = what_runs(root)
@@ -62,7 +64,7 @@ class TrustActions:
         from console.sdd.trust import TrustError, trust
 
         try:
-            record, warning = trust(self.source.paths.root, expect)
+            record, warning = trust(self.project_root, expect)
         except TrustError as exc:
             self.call_from_thread(self.notify, f"trust: {exc}", severity="error", markup=False)
             return

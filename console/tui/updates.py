@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from textual.notifications import SeverityLevel
+
 from console.model import EngineStatus
 from console.sdd.state import Delta, State
 from console.tui.task_rows import TaskRow, row_of
@@ -23,7 +25,7 @@ class Header:
 
 @dataclass(frozen=True, slots=True)
 class Alert:
-    severity: str  # information | warning | error
+    severity: SeverityLevel  # information | warning | error
     text: str
 
 

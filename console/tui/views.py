@@ -1,26 +1,44 @@
 """The console's views of its data (DESIGN §5): the `/` filter, the quick filters and
-the screens (proposals, chains, quality, help, problems), going to a task, and what
-an empty project shows.
-
-A mixin of ConsoleApp: it uses the app's source, main widgets, view line and screens.
+going to a task (`FilterActions`, a mixin of the main screen: they act on its table),
+the further screens (`ScreenActions`, a mixin of the app: proposals, chains, quality,
+help, problems open from anywhere), and what an empty project shows.
 """
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.css.query import NoMatches
 from textual.widgets import Input
 
 from console.sdd.sanitize import display_text
-from console.tui.task_rows import QUICK_FILTERS, FilterError, parse_filter
+from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
+from console.tui.widgets.lines import Lines
 from console.tui.widgets.task_table import TaskTable
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.screen import Screen
+
+    _Screen = Screen[None]
+    _App = App[int]
+else:
+    _Screen = _App = object
+
+
+def as_typed(root: Path) -> Path:
+    """The project as the operator would type it where the console was started: relative
+    to the working directory when inside it (`.` for itself), else absolute."""
+    try:
+        return root.relative_to(Path.cwd())
+    except (ValueError, OSError):  # elsewhere, or the working directory is gone
+        return root
 
 
 def empty_text(root: Path, exists: bool) -> str:
-    where = display_text(root)  # a directory's name is data too
+    where = display_text(as_typed(root))  # a directory's name is data too
     if exists:
         return (
             f"No tasks yet in {where}/.sdd\n\n"
@@ -41,38 +59,60 @@ def empty_text(root: Path, exists: bool) -> str:
     )
 
 
-class ViewActions:
-    read_only: bool
+class FilterActions(_Screen):
     selected: str | None
     source: Any
-    clock: Any
     filter_text: str
+    filter_error = ""  # why the text in the filter box means nothing (kept until fixed)
 
     # -- filter and sort -----------------------------------------------------------
 
+    def show_view_line(self) -> None:
+        """The line over the table: the filter, how many tasks it shows, the sort; or
+        what is wrong with the filter being typed (a later redraw keeps saying it)."""
+        error = self.filter_error
+        table = self.query_one(TaskTable)
+        sort = "task log order"
+        if table.sort_key is not None:
+            label = next(c.label for c in COLUMNS if c.key == table.sort_key)
+            sort = f"{label} {'▼' if table.reverse else '▲'}"
+        shown = (f"{table.row_count} of {len(table.rows)} tasks" if table.predicate
+                 else f"all {len(table.rows)} tasks")
+        what = f"filter: {self.filter_text}  ·  " if self.filter_text else ""
+        keys = "(/ 0-8 s)" if self.has_class("-narrow") else \
+            "(/ filter · 0-8 quick filters · s sort)"
+        text = f"{what}{shown}  ·  sort: {sort}   {keys}"
+        if error:
+            text = f"✗ {error}  ·  {shown}"
+        line = self.query_one("#view-line", Lines)
+        line.show_lines(display_text(text))  # the filter may be pasted
+        line.set_class(bool(error), "-error")
+
     async def action_filter(self) -> None:
         try:
-            box = self._main("#filter")
+            box = self.query_one("#filter", Input)
         except NoMatches:  # made on first use: nothing to build at start-up
             box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
                                     "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
                         id="filter")
-            await self._main("#body").mount(box, before=self._main("#view-line"))
+            await self.query_one("#body").mount(box, before=self.query_one("#view-line"))
         box.display = True
         box.value = self.filter_text
-        box.screen.set_focus(box)  # now (focus() is queued): the next keys are the filter's
+        self.set_focus(box)  # now (focus() is queued): the next keys are the filter's
 
     def apply_filter(self, text: str) -> bool:
         """Filter the table; a term that means nothing is said, and the view kept."""
-        table = self._main(TaskTable)
+        table = self.query_one(TaskTable)
         try:
             predicate = parse_filter(text)
         except FilterError as exc:
-            self._show_view_line(str(exc))
+            self.filter_error = str(exc)
+            self.show_view_line()
             return False
         self.filter_text = text.strip()
+        self.filter_error = ""
         table.set_view(predicate, table.sort_key, table.reverse)
-        self._show_view_line()
+        self.show_view_line()
         return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -85,13 +125,13 @@ class ViewActions:
 
     def _close_filter(self) -> None:
         with contextlib.suppress(NoMatches):
-            self._main("#filter").display = False
-        table = self._main(TaskTable)
-        table.screen.set_focus(table)  # at once, like the filter box's: no queued focus
+            self.query_one("#filter").display = False
+        table = self.query_one(TaskTable)
+        self.set_focus(table)  # at once, like the filter box's: no queued focus
         # left to land after a quick `/` has focused the box again
 
     def action_clear_filter(self) -> None:
-        box = self.screen_stack[0].query_one_optional("#filter")
+        box = self.query_one_optional("#filter")
         if (box is not None and box.display) or self.filter_text:
             self.apply_filter("")
             self._close_filter()
@@ -101,11 +141,11 @@ class ViewActions:
             if number == key:
                 self.apply_filter(query)
 
-    # -- screens -----------------------------------------------------------------
+    # -- going to a task --------------------------------------------------------------
 
     def go_to_task(self, task_id: str) -> None:
         """Select a task; a filter that hides it is cleared first."""
-        table = self._main(TaskTable)
+        table = self.query_one(TaskTable)
         if not table.move_to(task_id) and task_id in table.rows:
             self.apply_filter("")
             table.move_to(task_id)
@@ -129,6 +169,12 @@ class ViewActions:
                         severity="warning", markup=False)
         else:
             self.go_to_task(target)
+
+
+class ScreenActions(_App):
+    read_only: bool
+    source: Any
+    clock: Any
 
     def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
         from console.tui.screens.proposals import ProposalsScreen

@@ -89,7 +89,7 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
         assert "hidden text" in log.plain  # SGR 8 (conceal) dropped: the text is seen
         coloured = {log.plain[span.start:span.end] for span in log.spans}
         assert {"red", "bold green"} <= coloured
-        for key, screen in (("C", ChainsScreen), ("Q", QualityScreen), ("P", ProposalsScreen),
+        for key, screen in (("C", ChainsScreen), ("M", QualityScreen), ("P", ProposalsScreen),
                             ("p", ProblemsScreen), ("question_mark", HelpScreen)):
             await pilot.press(key)
             await wait_for(pilot, lambda screen=screen: isinstance(app.screen, screen))
@@ -99,7 +99,7 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
                 await pilot.press("down")  # the other proposal's detail
                 await pilot.pause(0.2)
                 _shown(app, "the second proposal")
-                await pilot.press("j")
+                await pilot.press("d")  # decline
                 await wait_for(pilot, lambda: isinstance(app.screen, ReasonScreen))
                 _shown(app, "reject reason modal")
                 await pilot.press("escape")

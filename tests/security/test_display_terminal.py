@@ -91,7 +91,7 @@ def _assert_no_hostile_sequence(stream: bytes, where: str) -> None:
 
 def test_the_console_writes_no_hostile_sequence_to_the_terminal(tmp_path: Path) -> None:
     write_hostile_project(tmp_path, now=time.time())
-    steps = [(b"T-evil", None), (b"", b"C"), (b"", b"\x1b"), (b"", b"Q"), (b"", b"\x1b"),
+    steps = [(b"T-evil", None), (b"", b"C"), (b"", b"\x1b"), (b"", b"M"), (b"", b"\x1b"),
              (b"", b"P"), (b"", b"\x1b"), (b"", b"p"), (b"", b"\x1b"), (b"", b"e"),
              (b"", b"n"), (b"", b"q")]
     stream, code = _in_pty([sys.executable, "-m", "console", "-C", str(tmp_path),

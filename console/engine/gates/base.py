@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from console.engine.llm import LlmClient
-from console.engine.safegit import git_argv, git_env
+from console.engine.safegit import child_env, git_argv, git_env
 from console.sdd.gate_config import GateSpec, QualityGatesConfig
 
 MAX_OUTPUT = 2 * 1024 * 1024
@@ -110,8 +110,11 @@ def run_tool(argv: Sequence[str], cwd: Path, timeout_s: float, *,
              cancel: threading.Event | None = None) -> ToolRun:
     """Run to completion or timeout; kill the whole process group on timeout or cancel."""
     started = time.monotonic()
+    # a git the tool runs itself (a test suite's, a plugin's) runs none of the
+    # repository's programs either
+    env = child_env(os.environ if env is None else env, cwd)
     try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None,
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     except FileNotFoundError as exc:

@@ -11,9 +11,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import State
+from console.tui.messages import ShowTask
 from console.tui.quality import chain_totals
+from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
+from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 #: the table keeps the most recent chains; the totals count every one
 MAX_CHAIN_ROWS = 1000
@@ -41,18 +45,19 @@ def totals_text(state: State) -> str:
             f"${totals.saved_usd:.4f}")
 
 
-class ChainsScreen(Screen[None]):
-    AUTO_FOCUS = "DataTable"  # the app's own ("TaskTable") would leave nothing focused here
+class ChainsScreen(FitsNarrow, BuiltView, Screen[None]):
+    AUTO_FOCUS = "DataTable"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
-    BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]  # enter: the task
 
-    def __init__(self, source: LocalSource) -> None:
+    def __init__(self, source: Source) -> None:
         super().__init__()
-        self.source = source
+        self.source = source  # read under its lock: the watcher thread writes the State
+        self.task_of: dict[str, str] = {}  # chain id → its task id
 
     def compose(self) -> ComposeResult:
         yield Static("", id="chains-totals", classes="screen-title", markup=False)
-        yield DataTable(id="chains-table", cursor_type="row", zebra_stripes=True)
+        yield ListTable(id="chains-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -63,17 +68,23 @@ class ChainsScreen(Screen[None]):
             table.add_column(label, key=key)
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
-        table = self.query_one(DataTable)
+    def build_view(self) -> tuple[list[Row], str, dict[str, str]]:
+        """In a worker thread: the rows, newest first, the totals line and each chain's
+        task."""
         with self.source.lock:
             rows = chain_rows(self.source.state)
             totals = totals_text(self.source.state)
+        cells: list[Row] = [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row])
+                            for row in rows]
+        return cells, totals, {row[0]: row[1] for row in rows}
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a chain: back to the main screen, on its task."""
+        task_id = self.task_of.get(str(event.row_key.value))
+        if task_id is not None:
+            self.post_message(ShowTask(task_id))
+
+    def show_view(self, view: tuple[list[Row], str, dict[str, str]]) -> None:
+        rows, totals, self.task_of = view
         self.query_one("#chains-totals", Static).update(totals)
-        known = {str(k.value) for k in table.rows}
-        for row in rows:
-            if row[0] in known:
-                for column, value in zip(("task", "role", "ladder", "outcome", "cost", "saved",
-                                          "why"), row[1:], strict=True):
-                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
-            else:
-                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])
+        sync_rows(self.query_one(DataTable), rows)

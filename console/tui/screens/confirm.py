@@ -12,7 +12,7 @@ from console.sdd.sanitize import display_text
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+    AUTO_FOCUS = "*"  # its content, from the first key
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, effect: str) -> None:

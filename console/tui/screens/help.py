@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.tui.keys import MAIN_KEYS, OTHER_KEYS, key_label
+from console.tui.screens.narrow import FitsNarrow
 
 ACTIONS = frozenset({"retry", "escalate", "cancel_task", "pause"})
 
@@ -36,8 +37,8 @@ def help_table(read_only: bool) -> Table:
     return table
 
 
-class HelpScreen(Screen[None]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+class HelpScreen(FitsNarrow, Screen[None]):
+    AUTO_FOCUS = "*"  # its content, from the first key
     BINDINGS = [Binding("escape,q,question_mark,f1", "app.pop_screen", "Back")]
 
     def __init__(self, read_only: bool) -> None:

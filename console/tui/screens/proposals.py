@@ -15,18 +15,22 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, DataTable, Footer, Input, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
 from console.sdd.state import State
+from console.tui.messages import OperatorRequest
+from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
+from console.tui.widgets.approval_line import ApprovalLine
+from console.tui.widgets.list_table import ListTable, Row, sync_rows
 
 
 def proposal_rows(state: State) -> list[tuple[str, ...]]:
     pending = set(state.pending_proposals())
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for pid in sorted(set(state.proposals) | set(state.decisions)):
         proposal = state.proposals.get(pid)
         last = state.decisions[pid][-1] if state.decisions.get(pid) else None
-        outcome = ("rejected" if last and last.reason.startswith("Rejected by")
-                   else last.outcome if last else "")
+        outcome = last.shown_outcome if last else ""
         rows.append((pid, "! pending" if pid in pending else "✓ decided",
                      (proposal.risk_level if proposal and proposal.risk_level else
                       last.risk_level if last else "") or "",
@@ -92,22 +96,24 @@ class ReasonScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class ProposalsScreen(Screen[None]):
-    AUTO_FOCUS = "#proposals-table"  # the app's own ("TaskTable") would leave nothing focused here
+class ProposalsScreen(FitsNarrow, BuiltView, Screen[None]):
+    AUTO_FOCUS = "#proposals-table"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"proposals"})
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"),
-                Binding("a", "approve", "Approve"), Binding("j", "reject", "Reject")]
+    BINDINGS = [Binding("escape,q,P", "back", "Back"),
+                Binding("a", "approve", "Approve"), Binding("d", "reject", "Decline")]
 
-    def __init__(self, source: LocalSource, read_only: bool, selected: str | None = None) -> None:
+    def __init__(self, source: Source, read_only: bool, selected: str | None = None) -> None:
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State
         self.read_only = read_only
         self.selected: str | None = selected
 
     def compose(self) -> ComposeResult:
-        yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · j: reject",
+        yield Static("Evolution proposals — a: approve (sandbox, tests, merge) · d: decline "
+                     "(reject, with a reason) · enter: the diff",
                      classes="screen-title", markup=False)
-        yield DataTable(id="proposals-table", cursor_type="row")
+        yield ListTable(id="proposals-table", cursor_type="row")
+        yield ApprovalLine(id="approval-line")
         with VerticalScroll(id="proposal-detail"):
             yield Static(id="proposal-body")
         yield Footer()
@@ -119,32 +125,48 @@ class ProposalsScreen(Screen[None]):
             table.add_column(label, key=key)
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
-        table = self.query_one(DataTable)
+    def build_view(self) -> tuple[list[Row], str | None, Group]:
+        """In a worker thread: the rows, which proposal is selected, and its detail (a
+        diff made into a Syntax)."""
+        selected = self.selected
         with self.source.lock:
             rows = proposal_rows(self.source.state)
-            detail = proposal_detail(self.source.state, self.selected or (
-                rows[0][0] if rows else ""))
-        known = {str(k.value) for k in table.rows}
-        for row in rows:
-            if row[0] in known:
-                for column, value in zip(("state", "risk", "confidence", "title", "last"),
-                                         row[1:], strict=True):
-                    table.update_cell(row[0], column, data_text(value, limit=CELL_LIMIT))
-            else:
-                table.add_row(*(data_text(v, limit=CELL_LIMIT) for v in row), key=row[0])
-        if self.selected is None and rows:
-            self.selected = rows[0][0]
-        elif self.selected is not None and self.selected in table.rows:
-            table.move_cursor(row=table.get_row_index(self.selected))
-        self.query_one("#proposal-body", Static).update(detail)
+            if selected is None and rows:
+                selected = rows[0][0]
+            detail = proposal_detail(self.source.state, selected or "")
+        cells: list[Row] = [(row[0], [data_text(v, limit=CELL_LIMIT) for v in row])
+                            for row in rows]
+        return cells, selected, detail
+
+    def show_view(self, view: tuple[list[Row], str | None, Group]) -> None:
+        rows, selected, detail = view
+        table = self.query_one(DataTable)
+        sync_rows(table, rows)
+        if self.selected is None:
+            self.selected = selected
+        if self.selected is not None and self.selected in table.rows:
+            index = table.get_row_index(self.selected)
+            if index != table.cursor_row:
+                table.move_cursor(row=index)
+        if selected == self.selected:  # else a newer build, for the new one, is coming
+            self.query_one("#proposal-body", Static).update(detail)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value is not None:
-            self.selected = str(event.row_key.value)
-            with self.source.lock:
-                detail = proposal_detail(self.source.state, self.selected)
-            self.query_one("#proposal-body", Static).update(detail)
+        key = event.row_key.value
+        if key is not None and key != self.selected:
+            self.selected = str(key)
+            self.refresh_rows()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a proposal: into its diff (↑ ↓ PgUp PgDn scroll it, escape: back)."""
+        self.query_one("#proposal-detail", VerticalScroll).focus()
+
+    def action_back(self) -> None:
+        detail = self.query_one("#proposal-detail", VerticalScroll)
+        if detail.has_focus:
+            self.query_one(DataTable).focus()
+        else:
+            self.app.pop_screen()
 
     def _allowed(self, verb: str) -> str | None:
         if self.read_only:
@@ -154,17 +176,26 @@ class ProposalsScreen(Screen[None]):
             self.notify(f"{verb}: select a proposal first", severity="warning")
         return self.selected
 
+    def _decided(self, verb: str, pid: str) -> bool:
+        """A decided proposal is refused at once (#19.7), before any question."""
+        with self.source.lock:
+            pending = pid in self.source.state.pending_proposals()
+        if not pending:
+            self.notify(f"{verb} refused: proposal {pid} is already decided", severity="warning")
+        return not pending
+
     def action_approve(self) -> None:
         from console.tui.screens.confirm import ConfirmScreen
 
         pid = self._allowed("approve")
-        if pid is None:
+        if pid is None or self._decided("approve", pid):
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.app.act("approve", lambda control: control.approve(  # type: ignore[attr-defined]
-                    pid, "approved from the console"))
+                self.post_message(OperatorRequest("approve", lambda control: control.approve(
+                    pid, "approved from the console")))
+                self.query_one(ApprovalLine).start(self.source.root, pid)
 
         self.app.push_screen(ConfirmScreen(
             f"Approve {pid}?", "Its diff is applied in a sandbox worktree; the tests, eval "
@@ -173,12 +204,12 @@ class ProposalsScreen(Screen[None]):
 
     def action_reject(self) -> None:
         pid = self._allowed("reject")
-        if pid is None:
+        if pid is None or self._decided("reject", pid):
             return
 
         def answered(reason: str | None) -> None:
             if reason:
-                self.app.act("reject", lambda control: control.reject(  # type: ignore[attr-defined]
-                    pid, reason))
+                self.post_message(OperatorRequest("reject", lambda control: control.reject(
+                    pid, reason)))
 
         self.app.push_screen(ReasonScreen(f"Reject {pid}: why?"), answered)

@@ -17,8 +17,11 @@ from textual.widgets import Footer, Static
 
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
-from console.sdd.source import LocalSource
+from console.sdd.source_protocol import Source
+from console.tui.keys import QUALITY_KEY
 from console.tui.quality import Quality, parse_budget, quality_of, sparkline
+from console.tui.screens.built_view import BuiltView
+from console.tui.screens.narrow import FitsNarrow
 
 
 def _seconds(value: float | None) -> str:
@@ -61,13 +64,13 @@ def quality_view(quality: Quality, budget: float | None) -> RenderableType:
     return Group(*parts)
 
 
-class QualityScreen(Screen[None]):
-    AUTO_FOCUS = "*"  # the app's own ("TaskTable") would leave nothing focused here
+class QualityScreen(FitsNarrow, BuiltView, Screen[None]):
+    AUTO_FOCUS = "*"  # its content, from the first key
     SECTIONS: ClassVar[frozenset[str]] = frozenset(
         {"gates", "chains", "metrics", "archive", "tasks"})
-    BINDINGS = [Binding("escape,q,Q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding(f"escape,q,{QUALITY_KEY}", "app.pop_screen", "Back")]
 
-    def __init__(self, source: LocalSource, clock: Callable[[], float]) -> None:
+    def __init__(self, source: Source, clock: Callable[[], float]) -> None:
         super().__init__()
         self.source = source
         self.clock = clock
@@ -86,10 +89,11 @@ class QualityScreen(Screen[None]):
 
     def _read_budget(self) -> None:
         """bernstein.yaml is a file: read in a thread (a task server has none here)."""
-        if not hasattr(self.source, "paths"):
+        root = self.source.root
+        if root is None:
             return
         try:
-            budget = parse_budget(load_config(self.source.paths.root).raw.get("budget"))
+            budget = parse_budget(load_config(root).raw.get("budget"))
         except ConfigError:
             budget = None
         self.app.call_from_thread(self._set_budget, budget)
@@ -98,7 +102,12 @@ class QualityScreen(Screen[None]):
         self.budget = budget
         self.refresh_rows()
 
-    def refresh_rows(self) -> None:
+    def build_view(self) -> RenderableType:
+        """In a worker thread: every figure is recomputed from the State (with 10,000
+        tasks and their gate runs, far too slow for the event loop on each batch)."""
         with self.source.lock:
             quality = quality_of(self.source.state)
-        self.query_one("#quality", Static).update(quality_view(quality, self.budget))
+        return quality_view(quality, self.budget)
+
+    def show_view(self, view: RenderableType) -> None:
+        self.query_one("#quality", Static).update(view)

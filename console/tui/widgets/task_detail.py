@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from console.sdd.state import State
+    from console.sdd.task_live import TaskLive
 
 TABS = (("summary", "Summary"), ("gates", "Gates"), ("chain", "Chain"),
         ("reflections", "Reflections"), ("review", "Review"), ("log", "Log"))
@@ -32,6 +33,7 @@ class TaskDetail(Vertical):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.task_id: str | None = None
+        self.live: TaskLive | None = None  # of `task_id`, once read
         self.active = False
         self._activating = False
 
@@ -60,23 +62,35 @@ class TaskDetail(Vertical):
 
     def show(self, state: State, task_id: str | None) -> None:
         """Redraw every tab but the log from the State (the caller holds its lock)."""
+        changed = task_id != self.task_id
+        if changed:
+            self.live = None
         self.task_id = task_id
         if not self.active:
             return  # drawn on activation
+        if changed:  # never another task's log under this one's name
+            self._put("log", Text("Reading the agent log…", style="italic"))
         from console.tui import detail_render as view
         from console.tui.summary_render import summary_view
 
         task = state.tasks.get(task_id) if task_id else None
         if task is None:
-            for key, _ in TABS[:-1]:
+            for key, _ in TABS:
                 self._put(key, Text("Select a task.", style="italic"))
             return
-        self._put("summary", summary_view(state, task))
+        self._put("summary", summary_view(state, task, self.live))
         self._put("gates", view.gates_view(state, task.id))
         self._put("chain", view.chain_view(state, task))
         self._put("reflections", view.reflections_view(list(state.reflections.get(task.id, []))))
         self._put("review", view.review_view(list(state.reviews.get(task.id, []))))
 
-    def show_log(self, text: str) -> None:
+    def show_live(self, state: State, task_id: str, live: TaskLive) -> None:
+        """The selected task's progress, heartbeat and log tail, read by a worker."""
+        if task_id != self.task_id:
+            return
+        self.live = live
+        self.show(state, task_id)
         if self.active:
-            self._put("log", Text.from_ansi(sgr_only(text)))
+            self._put("log", Text.from_ansi(sgr_only(live.log)) if live.log is not None
+                      else Text("No agent log for this task (no attempt has started).",
+                                style="italic"))

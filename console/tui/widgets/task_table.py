@@ -17,14 +17,18 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.color import Color
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from console.tui.contrast import readable
 from console.tui.task_rows import COLUMNS, SORT_KEYS, Predicate, TaskRow
+from console.tui.widgets.table_layout import COMPACT_LABELS, Layout, compact_cell, fit
 
 REBUILD_DELAY_S = 0.05
+PAN_CELLS = 8  # cells → and ← scroll a line too wide for the terminal
 STATE_CLASSES = {
     "failed": "failed", "orphaned": "failed", "abandoned": "failed", "refused": "failed",
     "done": "done", "closed": "done", "claimed": "running", "in_progress": "running",
@@ -42,12 +46,14 @@ class TaskTable(ScrollView, can_focus=True):
         "task-table--risk",
     }
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        Binding("home,g", "edge(0)", "First", show=False),
+        Binding("end,G", "edge(1)", "Last", show=False),
+        Binding("right", "pan(1)", "Scroll right", show=False),
+        Binding("left", "pan(-1)", "Scroll left", show=False),
         Binding("s", "sort_next", "Sort", show=False),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
     ]
@@ -76,6 +82,9 @@ class TaskTable(ScrollView, can_focus=True):
         self.reverse = False
         self._rebuild_timer: object | None = None
         self._highlighted: str | None = None
+        self._readable_cache: dict[tuple[str, str], Style] = {}  # (theme, component)
+        self._layout: Layout | None = None
+        self._layout_width = 0
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -176,8 +185,23 @@ class TaskTable(ScrollView, can_focus=True):
         self.post_message(self.ViewChanged())
         self.refresh()
 
+    @property
+    def line_width(self) -> int:
+        """Cells a line shows: the width less a vertical scrollbar's."""
+        return self.scrollable_content_region.width
+
     def _resized(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.view) + 1)
+        width = self.line_width
+        if self._layout is None or self._layout_width != width:
+            self._layout, self._layout_width = fit(width), width
+        self.virtual_size = Size(self._layout.total, len(self.view) + 1)
+
+    @property
+    def fitted(self) -> Layout:
+        """The columns shown at the table's width (narrower: fewer, or as glyphs)."""
+        self._resized()
+        assert self._layout is not None
+        return self._layout
 
     def _follow_cursor(self) -> None:
         current = self.current
@@ -230,6 +254,10 @@ class TaskTable(ScrollView, can_focus=True):
     def action_edge(self, end: int) -> None:
         self._set_cursor(len(self.view) - 1 if end else 0)
 
+    def action_pan(self, direction: int) -> None:
+        """→ ←: the columns a narrow terminal cannot show at once, PAN_CELLS at a time."""
+        self.scroll_to(x=max(0, self.scroll_x + direction * PAN_CELLS), animate=False)
+
     def action_sort_next(self) -> None:
         keys = [c.key for c in COLUMNS]
         at = keys.index(self.sort_key) + 1 if self.sort_key in keys else 0
@@ -252,33 +280,56 @@ class TaskTable(ScrollView, can_focus=True):
 
     # -- drawing ---------------------------------------------------------------
 
-    def widths(self, width: int) -> list[int]:
-        fixed = sum(c.width + 1 for c in COLUMNS if c.width)
-        return [c.width if c.width else max(8, width - fixed - 1) for c in COLUMNS]
-
     def _column_at(self, x: int) -> str | None:
-        left = 0
-        for column, width in zip(COLUMNS, self.widths(self.size.width), strict=True):
+        layout = self.fitted
+        left = -int(self.scroll_x)
+        for index, width in zip(layout.columns, layout.widths, strict=True):
             if left <= x < left + width + 1:
-                return column.key
+                return COLUMNS[index].key
             left += width + 1
         return None
 
-    def _line(self, texts: list[str], styles: list[Style], width: int) -> Strip:
+    def _line(self, texts: list[str], styles: list[Style], width: int,
+              header: bool = False) -> Strip:
+        """One line: the layout's columns, compact ones as their glyph, each cut with `…`
+        to its width; the part the horizontal scroll shows."""
+        layout = self.fitted
         segments: list[Segment] = []
-        for text, size, style in zip(texts, self.widths(width), styles, strict=True):
+        for index, size in zip(layout.columns, layout.widths, strict=True):
+            text = texts[index]
+            if not header and COLUMNS[index].key in layout.compact:
+                text = compact_cell(COLUMNS[index].key, text)
             if cell_len(text) > size:
                 text = set_cell_size(text, size - 1) + "…"
-            segments.append(Segment(set_cell_size(" " + text, size + 1), style))
-        return Strip(segments).crop_extend(0, width, styles[-1])
+            segments.append(Segment(set_cell_size(" " + text, size + 1), styles[index]))
+        left = int(self.scroll_x)
+        return Strip(segments).crop_extend(left, left + width, styles[-1])
+
+    def _readable(self, component: str) -> Style:
+        """A state's component style with its colour made readable on this table's
+        backgrounds (plain and odd rows) under the current theme (contrast.py)."""
+        key = (self.app.theme, component)
+        style = self._readable_cache.get(key)
+        if style is None:
+            style = self.get_component_rich_style(component)
+            if style.color is not None and style.color.triplet is not None:
+                background = self.background_colors[1]
+                odd = self.get_component_rich_style("task-table--odd").bgcolor
+                backgrounds = [background] + ([Color.from_rich_color(odd)] if odd else [])
+                fixed = readable(Color.from_rich_color(style.color), *backgrounds)
+                style = style + Style(color=fixed.rich_color)
+            self._readable_cache[key] = style
+        return style
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        width = self.line_width
         if y == 0:
             style = self.get_component_rich_style("task-table--header")
-            labels = [c.label + (("▼" if self.reverse else "▲") if c.key == self.sort_key
-                                 else "") for c in COLUMNS]
-            return self._line(labels, [style] * len(COLUMNS), width)
+            compact = self.fitted.compact
+            labels = [(COMPACT_LABELS[c.key] if c.key in compact else c.label)
+                      + (("▼" if self.reverse else "▲") if c.key == self.sort_key else "")
+                      for c in COLUMNS]
+            return self._line(labels, [style] * len(COLUMNS), width, header=True)
         index = int(self.scroll_y) + y - 1
         base = self.rich_style
         if index >= len(self.view):
@@ -290,11 +341,11 @@ class TaskTable(ScrollView, can_focus=True):
         styles = [base] * len(COLUMNS)
         state_class = STATE_CLASSES.get(row.status)
         if state_class:
-            styles[0] = base + self.get_component_rich_style(f"task-table--{state_class}")
+            styles[0] = base + self._readable(f"task-table--{state_class}")
         if row.at_risk(now):
-            styles[7] = base + self.get_component_rich_style("task-table--risk")
+            styles[7] = base + self._readable("task-table--risk")
         if row.gates_fail:
-            styles[6] = base + self.get_component_rich_style("task-table--failed")
+            styles[6] = base + self._readable("task-table--failed")
         if index == self.cursor:
             cursor = self.get_component_rich_style("task-table--cursor")
             styles = [s + cursor for s in styles]
