@@ -231,6 +231,13 @@ class AttemptRunner:
                                     log_path=log_path, cancel=running.cancel, diff=diff)
         if running.cancel.is_set():  # a killed check is no verdict on the work
             return self._stopped(running)
+        for check in (c for c in checks if c.flagged):  # the operator's review queue
+            append_jsonl(self.paths.sdd / "metrics" / "review_queue.jsonl", [{
+                "timestamp": time.time(), "task_id": task.id, "attempt": attempt,
+                "source": check.signal.type, "signal": check.signal.value,
+                "detail": check.flagged}])
+            self.events.warning(f"{task.id}: {check.signal.type} {check.flagged}",
+                                task_id=task.id)
         failed = [c for c in checks if not c.passed]
         if failed:
             text = "; ".join(str(c) for c in failed)
