@@ -161,8 +161,8 @@ def test_config_errors_name_the_key(tmp_path: Path) -> None:
     cases = {
         "quality_gates:\n  lint: yes-please\n": "quality_gates.lint must be true or false",
         "quality_gates:\n  lintt: true\n": "quality_gates.lintt is not a known key",
-        "quality_gates:\n  pipeline:\n    - {name: review_rubric}\n":
-            "gate 'review_rubric' is not supported yet",
+        "quality_gates:\n  pipeline:\n    - {name: migration_reversibility}\n":
+            "gate 'migration_reversibility' is not supported yet",
         "quality_gates:\n  pipeline:\n    - {name: lint, condition: sometimes}\n":
             "condition 'sometimes' is not one of",
         "quality_gates:\n  timeout_s: soon\n": "quality_gates.timeout_s must be a number",

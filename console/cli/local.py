@@ -106,7 +106,7 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     from console.sdd.project_config import ConfigError, load_config
 
     try:  # the engine's safe git: minimal environment, no repository-run programs
-        git_dir = Path(run_git(["rev-parse", "--absolute-git-dir"], root, work_tree=False))
+        run_git(["rev-parse", "--absolute-git-dir"], root, work_tree=False)
     except (GitFailed, OSError):
         raise UsageError(f"{root} is not a git repository; gates run on its working-tree "
                          "diff") from None
@@ -116,19 +116,21 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     except (ConfigError, GateConfigError, PluginError) as exc:
         raise UsageError(str(exc)) from None
     paths = SddPaths(root)
-    state = paths.sdd / "caching" if paths.sdd.is_dir() else git_dir / "bernstein-tui"
+    state = paths.sdd / "caching"  # the run is recorded in .sdd/ too, as the engine's are
     pipeline = GatePipeline(setup, LlmClient(config.llm),
                             cache=GateCache(state / "gates", setup.config.cache_max_entries),
-                            state_dir=state, log_dir=paths.sdd / "runtime" / "gate-logs"
-                            if paths.sdd.is_dir() else None)
+                            state_dir=state, log_dir=paths.sdd / "runtime" / "gate-logs")
     base_ref = setup.config.base_ref or "HEAD"
     try:
         run = pipeline.run(root, task_id="working-tree", title="working tree changes",
                            base_ref=base_ref)
     except ToolMissing as exc:
         raise UsageError(f"cannot diff against base_ref '{base_ref}': {exc}") from None
-    if paths.sdd.is_dir():
+    try:  # recorded like the engine's runs, so the console and `status` see it
         write_gate_run(paths, run.report)
+    except OSError as exc:
+        say(f"bernstein-tui: gate run not recorded in {paths.sdd}/metrics: "
+            f"{exc.strerror or exc}", file=sys.stderr)
     if as_json:
         print_json(encode_gate_report(run.report))
     else:

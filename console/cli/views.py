@@ -101,6 +101,10 @@ def print_report(report: GateReport, console: Console | None = None) -> None:
         if result.digest:
             out.print(data_text(f"── {result.name}", "bold"))
             out.print(data_text(result.digest, multiline=True))
+    ran = sorted({str(r.metadata["ran_with"]) for r in report.results
+                  if r.metadata.get("ran_with")})
+    if ran:  # which interpreter ran the tools: the project's .venv, uv, or PATH
+        out.print(data_text("tools ran with: " + " | ".join(ran)))
     verdict = "PASS: no required gate blocks" if report.overall_pass else \
         "BLOCKED by " + ", ".join(r.name for r in report.results if r.blocked)
     out.print(data_text(f"{verdict}  ·  {len(report.changed_files)} changed file(s)  ·  "

@@ -231,6 +231,13 @@ class AttemptRunner:
                                     log_path=log_path, cancel=running.cancel, diff=diff)
         if running.cancel.is_set():  # a killed check is no verdict on the work
             return self._stopped(running)
+        for check in (c for c in checks if c.flagged):  # the operator's review queue
+            append_jsonl(self.paths.sdd / "metrics" / "review_queue.jsonl", [{
+                "timestamp": time.time(), "task_id": task.id, "attempt": attempt,
+                "source": check.signal.type, "signal": check.signal.value,
+                "detail": check.flagged}])
+            self.events.warning(f"{task.id}: {check.signal.type} {check.flagged}",
+                                task_id=task.id)
         failed = [c for c in checks if not c.passed]
         if failed:
             text = "; ".join(str(c) for c in failed)
@@ -285,10 +292,11 @@ class AttemptRunner:
         autofix attempts it took and whether auto_format changed files."""
         assert self.gates is not None
         base_ref = self.gates.config.base_ref or self.repo.base
+        writer = str(task.metadata.get("last_model") or "")  # the cross-model verifier's
         try:
             run = self.gates.run(worktree, task_id=task.id, title=task.title,
                                  description=task.description, base_ref=base_ref,
-                                 cancel=running.cancel)
+                                 cancel=running.cancel, writer_model=writer)
         except ToolMissing as exc:
             return AttemptEnd(TaskState.FAILED, f"gates could not run: {exc}", trigger="adapter")
         write_gate_run(self.paths, run.report)
@@ -304,7 +312,7 @@ class AttemptRunner:
             self.repo.commit_all(worktree, f"autofix: ruff --fix ({task.id})")
             again = self.gates.run(worktree, task_id=task.id, title=task.title,
                                    description=task.description, base_ref=base_ref,
-                                   cancel=running.cancel)
+                                   cancel=running.cancel, writer_model=writer)
             write_gate_run(self.paths, again.report)
             record = {**fixed, "task_id": task.id, "success": not again.blocking}
             if not again.blocking:

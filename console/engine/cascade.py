@@ -204,13 +204,21 @@ class CascadeRouter:
             return task.effort
         return effort_of(model)
 
-    def first(self, task: Task) -> Step:
-        """The first attempt's model: a pin, else the ladder's bottom (+1 if high-stakes)."""
+    def first(self, task: Task, role_model: str | None = None) -> Step:
+        """The first attempt's model: a pin, else the role's configured model (an approved
+        routing proposal writes it), else the ladder's bottom (+1 if high-stakes)."""
         ladder = self.config.ladder
         if task.model:
             return Step(task.model, self.effort_for(task, task.model), "model pinned")
         start = 1 if is_high_stakes(task) and len(ladder) > 1 else 0
         why = "high-stakes task starts one tier up" if start else "cheapest tier first"
+        if role_model:
+            tier = tier_of(role_model, ladder)
+            if tier is None:  # off the ladder: the role asks for that model, as written
+                return Step(role_model, self.effort_for(task, role_model),
+                            f"role {task.role} configured to start on {role_model}")
+            if tier > start:
+                start, why = tier, f"role {task.role} configured to start on {ladder[tier]}"
         return self._from(task, start, why)
 
     def _from(self, task: Task, index: int, why: str) -> Step:

@@ -77,7 +77,7 @@ class ChainKeeper:
         if self.router is None:  # cascade off: seed 001's deterministic router
             chosen = route(task, role)
             return Step(chosen.model, chosen.effort, chosen.reason)
-        return self.router.first(task)
+        return self.router.first(task, role.configured_model)
 
     def start_metadata(self, task: Task, step: Step, attempt: int) -> dict[str, Any]:
         """What the task carries while this attempt runs (the chain so far + this one)."""

@@ -184,7 +184,7 @@ class Engine:
                            {PROJECT_MARKER: str(self.paths.root)})
         return GatePipeline(setup, llm, cache=GateCache(caching / "gates",
                                                         setup.config.cache_max_entries),
-                            state_dir=caching, env=env,
+                            state_dir=caching, env=env, project=self.paths.root,
                             log_dir=self.paths.sdd / "runtime" / "gate-logs")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:

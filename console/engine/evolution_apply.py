@@ -225,11 +225,11 @@ def record_outcome(paths: SddPaths, *, proposal_id: str, title: str, risk: str,
                    confidence: float, outcome: str, reason: str, reviewer: str | None,
                    accepted: bool, steps: list[dict[str, Any]], score: float | None,
                    started: float, diff_sha: str | None = None,
-                   baseline: float | None = None) -> None:
+                   baseline: float | None = None, requires_human: bool = False) -> None:
     now = time.time()
     append_jsonl(paths.of(Kind.DECISIONS), [{
         "proposal_id": proposal_id, "risk_level": risk, "confidence": confidence,
-        "outcome": outcome, "reason": reason[:2000], "requires_human": False,
+        "outcome": outcome, "reason": reason[:2000], "requires_human": requires_human,
         "decided_at": now, "reviewer": reviewer}])
     append_jsonl(paths.of(Kind.EXPERIMENTS), [encode_experiment(
         proposal_id=proposal_id, title=title, risk_level=risk, accepted=accepted,
@@ -321,16 +321,22 @@ def approve(paths: SddPaths, repo: GitRepo | None, proposal_id: str, reason: str
         merged, message, run = apply_through_gate(paths, repo, proposal_id, title, diff, config)
     finally:
         finished(paths.root, proposal_id)
-    record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
-                   confidence=confidence, outcome="auto_approved",
-                   reason=f"Manually approved by {reviewer}{note}; "
-                          + ("merged" if merged else f"not merged — {message}"),
-                   reviewer=reviewer, accepted=merged, steps=run.steps, score=run.score,
-                   started=started, baseline=run.baseline)
     if merged:
+        record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
+                       confidence=confidence, outcome="auto_approved",
+                       reason=f"Manually approved by {reviewer}{note}; merged",
+                       reviewer=reviewer, accepted=True, steps=run.steps, score=run.score,
+                       started=started, baseline=run.baseline)
         return Outcome.done(f"approved {proposal_id}: applied in a sandbox, tests green, "
                             f"{message}")
-    return Outcome.refused(f"approved {proposal_id}, but not merged: {message}")
+    # a failed approval is no decision: still pending (its latest decision awaits a human)
+    record_outcome(paths, proposal_id=proposal_id, title=title, risk=risk,
+                   confidence=confidence, outcome="human_review_immediate",
+                   reason=f"Approval by {reviewer} failed{note}; not merged — {message}",
+                   reviewer=reviewer, accepted=False, steps=run.steps, score=run.score,
+                   started=started, baseline=run.baseline, requires_human=True)
+    return Outcome.refused(f"approved {proposal_id}, but not merged: {message} — it stays "
+                           "pending: approve it again once the cause is fixed")
 
 
 def reject(paths: SddPaths, proposal_id: str, reason: str,

@@ -36,6 +36,7 @@ class SignalResult:
     signal: CompletionSignal
     passed: bool
     detail: str
+    flagged: str = ""  # why a human should look (a judge that was not sure): review queue
 
     def __str__(self) -> str:
         mark = "✓" if self.passed else "✗"
@@ -84,6 +85,10 @@ def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S
     return False
 
 
+JUDGE_CONFIDENCE_THRESHOLD = 0.7  # seed 000 (janitor.py:36-44)
+FLAGGED = "flagged for human review)"
+
+
 class Janitor:
     def __init__(self, llm: LlmClient, *, test_timeout_s: float = 120.0,
                  env: dict[str, str] | None = None) -> None:
@@ -106,7 +111,8 @@ class Janitor:
                 passed, detail = False, str(exc)
             except Exception as exc:  # a malformed signal fails itself, not the attempt
                 passed, detail = False, f"cannot check: {type(exc).__name__}: {exc}"
-            results.append(SignalResult(signal, passed, detail))
+            flagged = detail if passed and detail.endswith(FLAGGED) else ""
+            results.append(SignalResult(signal, passed, detail, flagged))
         return results
 
     def _one(self, signal: CompletionSignal, worktree: Path, title: str, diff: str,
@@ -179,6 +185,12 @@ class Janitor:
         try:
             verdict = json.loads(text[text.find("{"): text.rfind("}") + 1])
             accepted = verdict.get("verdict") == "accept"
-            return accepted, str(verdict.get("feedback", ""))[:200] or verdict.get("verdict", "")
+            said = str(verdict.get("feedback", ""))[:200] or str(verdict.get("verdict", ""))
+            sure = verdict.get("confidence")
+            if accepted and isinstance(sure, int | float) and sure < JUDGE_CONFIDENCE_THRESHOLD:
+                # seed 000: below the threshold the verdict stands, and a human looks
+                return True, f"{said} (confidence {sure:.2f} < {JUDGE_CONFIDENCE_THRESHOLD}: " \
+                    f"{FLAGGED}"
+            return accepted, said
         except (ValueError, AttributeError):
             return False, f"judge answered no verdict: {text[:160]}"

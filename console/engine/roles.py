@@ -46,6 +46,7 @@ class Role:
     effort: str
     max_tasks_per_session: int = 1
     source: str = "built-in"
+    configured_model: str | None = None  # `model:` in the role's config.yaml: where it starts
 
 
 def _read(path: Path, display: str) -> str | None:
@@ -60,6 +61,7 @@ def load_role(name: str, roles_dir: Path) -> Role:
     task_prompt = DEFAULT_TASK_PROMPT
     max_tasks = 1
     source = "built-in"
+    configured: str | None = None
     directory = roles_dir / name
     if directory.is_dir():
         source = str(directory)
@@ -72,13 +74,15 @@ def load_role(name: str, roles_dir: Path) -> Role:
             except yaml.YAMLError:
                 config = {}
             if isinstance(config, dict):
-                model = str(config.get("model") or config.get("default_model") or model)
+                configured = str(config.get("model") or config.get("default_model") or "") \
+                    or None
+                model = configured or model
                 effort = str(config.get("effort") or config.get("default_effort") or effort)
                 try:
                     max_tasks = int(config.get("max_tasks_per_session", max_tasks))
                 except (TypeError, ValueError):
                     max_tasks = 1
-    return Role(name, system, task_prompt, model, effort, max_tasks, source)
+    return Role(name, system, task_prompt, model, effort, max_tasks, source, configured)
 
 
 def available_roles(roles_dir: Path) -> list[str]:

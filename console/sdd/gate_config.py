@@ -13,35 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.sdd.fields import brief
+from console.sdd.gate_registry import BUILT, GATES, NOT_BUILT
 
 CONDITIONS = ("always", "python_changed", "tests_changed", "any_changed", "deps_changed")
 LEGACY_CONDITIONS = {"changed_files.any('.py')": "python_changed",
                      'changed_files.any(".py")': "python_changed"}
 
-#: (config flag, gate, required, condition) in seed 000's order (gate_pipeline.py table)
-DEFAULT_SPECS = (
-    ("auto_format", "auto_format", False, "any_changed"),
-    ("lint", "lint", True, "always"),
-    ("type_check", "type_check", True, "python_changed"),
-    ("tests", "tests", True, "python_changed"),
-    ("security_scan", "security_scan", True, "python_changed"),
-    ("complexity_check", "complexity_check", True, "python_changed"),
-    ("pii_scan", "pii_scan", True, "any_changed"),
-    ("dlp_scan", "dlp_scan", True, "any_changed"),
-    ("merge_conflict_check", "merge_conflict", True, "any_changed"),
-    ("coverage_delta", "coverage_delta", True, "python_changed"),
-    ("dep_audit", "dep_audit", True, "deps_changed"),
-    ("import_cycle_check", "import_cycle", True, "python_changed"),
-    ("intent_verification", "intent_verification", True, "any_changed"),
-    ("mutation_testing", "mutation_testing", True, "python_changed"),
-    ("dead_code_check", "dead_code", False, "python_changed"),
-    ("large_file_check", "large_file", False, "any_changed"),
-    ("benchmark", "benchmark", True, "always"),
-)
-SUPPORTED = frozenset(spec[1] for spec in DEFAULT_SPECS)
-NOT_YET = frozenset({"comment_quality", "migration_reversibility", "integration_test_gen",
-                     "review_rubric", "test_expansion", "agent_test_mutation"})
-DEFAULT_ON = frozenset({"lint", "pii_scan", "dlp_scan"})
+#: (config flag, gate, required, condition) of the built gates, in pipeline order
+DEFAULT_SPECS = tuple((g.flag, g.name, g.required, g.condition) for g in GATES if g.built)
+SUPPORTED = BUILT
+NOT_YET = NOT_BUILT
+DEFAULT_ON = frozenset(g.name for g in GATES if g.default_on)
+_NOT_YET_FLAGS = {g.flag: g.name for g in GATES if not g.built}
 
 _BOOLS = {flag for flag, *_ in DEFAULT_SPECS} | {"enabled", "allow_bypass", "cache_enabled",
                                                  "dead_code_check_unused_imports",
@@ -55,7 +38,7 @@ _NUMBERS = {"timeout_s", "complexity_threshold", "dead_code_min_confidence",
             "large_file_threshold", "flaky_min_runs", "flaky_threshold", "coverage_tolerance",
             "mutation_threshold", "mutation_timeout_s", "cache_max_entries"}
 _LISTS = {"pii_scan_paths", "pii_ignore_paths", "pii_allowlist_prefixes"}
-_ACCEPTED = {"comment_quality_check", "flaky_detection", "dead_code_check_lost_callers",
+_ACCEPTED = {"flaky_detection", "dead_code_check_lost_callers",
              "dead_code_check_unreachable", "merge_conflict_check", "cross_model"}
 _MAPS = {"benchmark", "intent_verification", "cross_model"}
 
@@ -63,7 +46,7 @@ _MAPS = {"benchmark", "intent_verification", "cross_model"}
 _MAP_KEYS = {
     "benchmark": {"enabled", "command", "threshold"},
     "intent_verification": {"enabled", "model", "provider", "block_on_no", "block_on_partial"},
-    "cross_model": {"enabled", "reviewer", "block_on_issues"},
+    "cross_model": {"enabled", "reviewer", "reviewers", "quorum", "block_on_issues"},
 }
 
 
@@ -153,6 +136,11 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] | Mapping[str, tupl
             if not isinstance(value, dict):
                 raise GateConfigError(f"quality_gates.{key} must be a map")
             options[key] = value
+            continue
+        if key in _NOT_YET_FLAGS:
+            if value is not False:
+                raise GateConfigError(f"quality_gates.{key}: gate '{_NOT_YET_FLAGS[key]}' "
+                                      "is not supported yet")
             continue
         if key not in _BOOLS | _STRINGS | _NUMBERS | _LISTS | _ACCEPTED:
             raise GateConfigError(f"quality_gates.{key} is not a known key")

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +164,20 @@ class GateContext:
     env: Mapping[str, str] | None = None
     cancel: threading.Event | None = None
     outputs: list[str] = field(default_factory=list)  # raw tool output, for the gate log
+    #: (executable, module) → (argv, what ran it): the project's environment (toolenv)
+    resolver: Callable[[str, str | None], tuple[tuple[str, ...], str]] | None = None
+    ran_with: list[str] = field(default_factory=list)  # which interpreter/tool ran, said
+    writer_model: str = ""  # the model whose change this is (the cross-model verifier)
+
+    def tool(self, executable: str, module: str | None) -> tuple[str, ...]:
+        """How to start a tool here (ToolMissing if it is nowhere), noting what ran it."""
+        if self.resolver is None:
+            argv, where = tool_argv(executable, module), "PATH"
+        else:
+            argv, where = self.resolver(executable, module)
+        if where not in self.ran_with:
+            self.ran_with.append(where)
+        return argv
 
     @property
     def timeout_s(self) -> float:

@@ -24,27 +24,35 @@ from types import MappingProxyType
 from typing import Any
 
 from console import __version__
-from console.engine.gates import python_gates, repo_gates, scan_gates
+from console.engine.gates import (
+    agent_mutation,
+    extra_gates,
+    python_gates,
+    repo_gates,
+    scan_gates,
+    verifier,
+)
 from console.engine.gates.base import (
     GateContext,
     ToolMissing,
     Verdict,
     run_git_tool,
     run_tool,
-    tool_argv,
-    tool_fingerprint,
 )
 from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
+from console.engine.gates.toolenv import ProjectEnv, find_env
 from console.engine.llm import LlmClient
 from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult
 from console.sdd.fileio import atomic_write_text
 from console.sdd.gate_config import GateSpec, QualityGatesConfig, parse_quality_gates
+from console.sdd.gate_registry import GATES
 
 GateFn = Callable[[GateContext], Verdict]
 
+#: how each built gate of the registry (sdd/gate_registry) runs; a test checks they agree
 BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "auto_format": python_gates.auto_format,
     "lint": python_gates.lint,
@@ -63,16 +71,21 @@ BUILTIN: Mapping[str, GateFn] = MappingProxyType({
     "dep_audit": repo_gates.dep_audit,
     "benchmark": repo_gates.benchmark,
     "intent_verification": repo_gates.intent_verification,
+    "cross_model": verifier.cross_model,
+    "comment_quality": extra_gates.comment_quality,
+    "review_rubric": extra_gates.review_rubric,
+    "agent_test_mutation": agent_mutation.agent_test_mutation,
+    "integration_test_gen": extra_gates.integration_test_gen,
+    "test_expansion": extra_gates.test_expansion,
 })
-#: the tool whose version is part of a gate's cache key
-TOOLS = {"auto_format": ("ruff", "ruff"), "lint": ("ruff", "ruff"), "tests": ("pytest", "pytest"),
-         "type_check": ("mypy", "mypy"), "security_scan": ("bandit", "bandit"),
-         "complexity_check": ("radon", "radon"), "dead_code": ("vulture", "vulture"),
-         "coverage_delta": ("coverage", "coverage"), "mutation_testing": ("mutmut", "mutmut")}
-LIBRARIES = {"dlp_scan": "detect-secrets", "pii_scan": "phonenumbers"}
-NEVER_CACHED = frozenset({"benchmark", "dep_audit", "auto_format"})  # state or side effects
+#: what keys a gate's cache entry besides the diff, and what is never cached: the registry's
+TOOLS = {g.name: g.tool for g in GATES if g.tool is not None}
+LIBRARIES = {g.name: g.library for g in GATES if g.library is not None}
+NEVER_CACHED = frozenset(g.name for g in GATES if not g.cached)  # state or side effects
 UNCACHED_STATUSES = frozenset({"timeout", "skipped"})  # a tool or endpoint may come back
 BLOCKING = frozenset({"fail", "timeout"})
+AFTER_THE_REST = frozenset({"cross_model"})  # the reviewer sees a change the gates passed
+LAST_OR_FIRST = AFTER_THE_REST | {"auto_format"}
 MAX_LOG_CHARS = 1024 * 1024
 PY_SUFFIXES = (".py", ".pyi")
 DEPENDENCY_FILES = ("requirements", "pyproject.toml", "setup.py", "setup.cfg", "poetry.lock",
@@ -197,7 +210,8 @@ class PipelineRun:
 class GatePipeline:
     def __init__(self, setup: GateSetup, llm: LlmClient, *, cache: GateCache | None,
                  state_dir: Path, env: Mapping[str, str] | None = None,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, project: Path | None = None) -> None:
+        self.project = project  # where the project's own environment is (.venv, uv.lock)
         self.log_dir = log_dir  # raw tool output, one capped file per task and gate
         self.setup = setup
         self.llm = llm
@@ -209,7 +223,7 @@ class GatePipeline:
     def config(self) -> QualityGatesConfig:
         return self.setup.config
 
-    def _version(self, spec: GateSpec) -> str:
+    def _version(self, spec: GateSpec, tools: ProjectEnv) -> str:
         if spec.name in self.setup.plugins:
             plugin = self.setup.plugins[spec.name]
             source = plugin.origin.split(":", 1)[0]
@@ -221,35 +235,39 @@ class GatePipeline:
             return _library_version(LIBRARIES[spec.name])
         if spec.name in TOOLS:
             try:
-                return tool_fingerprint(tool_argv(*TOOLS[spec.name]))
+                return tools.fingerprint(*TOOLS[spec.name])
             except ToolMissing:
                 return "missing"
         return "builtin"
 
     def _one(self, spec: GateSpec, ctx: GateContext, changes: Changes,
-             bypass: tuple[set[str], str]) -> GateResult:
+             bypass: tuple[set[str], str], tools: ProjectEnv,
+             skip: str | None = None) -> GateResult:
         started = time.monotonic()
         names, reason = bypass
 
         def result(verdict: Verdict, cached: bool = False) -> GateResult:
             blocked = spec.required and verdict.status in BLOCKING
-            details = verdict.details
+            details, _sep, more = verdict.details.strip().partition("\n")  # one line, always
+            digest = verdict.digest or more.strip()
             if spec.required and verdict.status == "skipped":
                 details = f"REQUIRED GATE SKIPPED — {details}"
             return GateResult(spec.name, verdict.status, spec.required, blocked, cached,
-                              int((time.monotonic() - started) * 1000), details, verdict.digest,
+                              int((time.monotonic() - started) * 1000), details, digest,
                               MappingProxyType(dict(verdict.metadata)))
 
         if spec.name in names and self.config.allow_bypass:
             return result(Verdict("bypassed", f"bypassed: {reason or 'no reason given'}",
                                   metadata={"reason": reason or None,
                                             "actor": os.environ.get("USER")}))
+        if skip is not None:
+            return result(Verdict("skipped", skip))
         if not condition_met(spec.condition, changes.changed + changes.deleted):
             return result(Verdict("skipped", f"condition {spec.condition} not met"))
         key = None
         if self.cache is not None and spec.name not in NEVER_CACHED:
             key = cache_key(changes.fingerprint, describe(spec), describe(self.config.options),
-                            self._version(spec), gates_revision())
+                            self._version(spec, tools), gates_revision())
             hit = self.cache.get(key)
             if hit is not None:
                 return result(hit, cached=True)
@@ -267,6 +285,10 @@ class GatePipeline:
         if names and spec.name in names and not self.config.allow_bypass:
             verdict = Verdict(verdict.status, verdict.details + " (bypass requested but "
                               "allow_bypass is false)", verdict.digest, verdict.metadata)
+        if ctx.outputs:  # say which interpreter (project .venv, uv, PATH) ran the tools
+            ran = "; ".join(ctx.ran_with) or tools.describe()
+            verdict = Verdict(verdict.status, verdict.details, verdict.digest,
+                              {**verdict.metadata, "ran_with": ran})
         if key is not None and self.cache is not None and not crashed \
                 and verdict.status not in UNCACHED_STATUSES:
             self.cache.put(key, verdict)
@@ -297,35 +319,46 @@ class GatePipeline:
 
     def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
             base_ref: str, environ: Mapping[str, str] | None = None,
-            cancel=None) -> PipelineRun:  # type: ignore[no-untyped-def]
+            cancel=None, writer_model: str = "") -> PipelineRun:  # type: ignore[no-untyped-def]
         started = time.monotonic()
         if not self.config.enabled or not self.config.pipeline:
             return PipelineRun(GateReport(task_id, True, 0, ()), False)
         bypass = _parse_bypass(os.environ if environ is None else environ)
         changes = collect_changes(root, base_ref)
+        tools = find_env(self.project or root)
+        env = self.env if tools.bin_dir is None else \
+            tools.environ(os.environ if self.env is None else self.env)
 
         def context(spec: GateSpec, changes: Changes) -> GateContext:
             return GateContext(root, changes.changed, changes.deleted, base_ref, self.config,
                                spec, task_id, title, description, self.llm, self.state_dir,
-                               self.env, cancel)
+                               env, cancel, resolver=tools.tool, writer_model=writer_model)
 
         results: dict[str, GateResult] = {}
         reformatted = False
         first = [s for s in self.config.pipeline if s.name == "auto_format"]
         for spec in first:
-            outcome = self._one(spec, context(spec, changes), changes, bypass)
+            outcome = self._one(spec, context(spec, changes), changes, bypass, tools)
             results[spec.name] = outcome
             if outcome.metadata.get("reformatted") and not outcome.cached:
                 reformatted = True
                 changes = collect_changes(root, base_ref)
-        rest = [s for s in self.config.pipeline if s.name != "auto_format"]
+        rest = [s for s in self.config.pipeline if s.name not in LAST_OR_FIRST]
         if rest:
             with ThreadPoolExecutor(max_workers=min(4, len(rest)),
                                     thread_name_prefix="gate") as pool:
                 futures = {s.name: pool.submit(self._one, s, context(s, changes), changes,
-                                               bypass) for s in rest}
+                                               bypass, tools) for s in rest}
                 for spec in rest:
                     results[spec.name] = futures[spec.name].result()
+        for spec in (s for s in self.config.pipeline if s.name in AFTER_THE_REST):
+            if any(r.blocked for r in results.values()):  # a reviewer reads passing changes
+                results[spec.name] = self._one(spec, context(spec, changes), changes,
+                                               (set(), ""), tools, skip="not reviewed: "
+                                               "another required gate blocks")
+            else:
+                results[spec.name] = self._one(spec, context(spec, changes), changes, bypass,
+                                               tools)
         ordered = tuple(results[s.name] for s in self.config.pipeline)
         report = GateReport(
             task_id=task_id, overall_pass=not any(r.blocked for r in ordered),

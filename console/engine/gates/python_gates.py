@@ -11,8 +11,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from console.engine.gates import digest as dg
-from console.engine.gates.base import GateContext, ToolMissing, ToolRun, Verdict, tool_argv
+from console.engine.gates.base import GateContext, ToolMissing, ToolRun, Verdict
 from console.engine.gates.imports import select_tests
+from console.engine.gates.recognise import one_line, recognise, tail
 
 _SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
 
@@ -28,12 +29,13 @@ def auto_format(ctx: GateContext) -> Verdict:
     files = ctx.python_files()
     if not files and override is None:
         return Verdict("skipped", "no Python files changed")
-    argv = override or [*tool_argv("ruff", "ruff"), "format", "--force-exclude", "--no-cache"]
+    argv = override or [*ctx.tool("ruff", "ruff"), "format", "--force-exclude", "--no-cache"]
     run = ctx.run([*argv, *files])
     if (late := _timeout(ctx, run, "formatter")) is not None:
         return late
     if run.exit_code != 0:
-        return Verdict("warn", f"formatter exited {run.exit_code}: {run.output.strip()[-300:]}")
+        return Verdict("warn", f"formatter exited {run.exit_code}: {one_line(run.output)}",
+                       tail(run.output))
     match = re.search(r"(\d+) files? reformatted", run.output)
     count = int(match.group(1)) if match else 0
     return Verdict("pass", f"reformatted {count} file(s)" if count else "already formatted",
@@ -45,7 +47,7 @@ def lint(ctx: GateContext) -> Verdict:
     files = ctx.python_files()
     if override is None and not files:
         return Verdict("pass", "no Python files changed", metadata={"scope": "changed"})
-    argv = override or [*tool_argv("ruff", "ruff"), "check", "--no-fix", "--force-exclude",
+    argv = override or [*ctx.tool("ruff", "ruff"), "check", "--no-fix", "--force-exclude",
                         "--no-cache", "--output-format=concise", *files]
     run = ctx.run(argv)
     if (late := _timeout(ctx, run, "ruff")) is not None:
@@ -53,13 +55,19 @@ def lint(ctx: GateContext) -> Verdict:
     scope = {"scope": "command" if override else "changed", "files": len(files)}
     if run.exit_code == 0:
         return Verdict("pass", "no lint violations", metadata=scope)
-    digest = dg.ruff_digest(run.output, ctx.root)
-    if not digest.entries:
-        digest = dg.generic_digest(run.output, ctx.root)
-    count = len(digest.entries) + digest.left_out
-    details = f"{count} lint violation(s)" if count else f"lint exited {run.exit_code}: " + \
-        run.output.strip()[-300:]
-    return Verdict("fail", details, digest.render(), scope)
+    return _findings(run, ctx, "lint violation(s)", "lint", scope)
+
+
+def _findings(run: ToolRun, ctx: GateContext, noun: str, tool: str,
+              metadata: dict[str, object]) -> Verdict:
+    """A failed check tool's output, whichever tool it was: counted and digested, the
+    details one line; unrecognised output goes to the digest as its last lines."""
+    found = recognise(run.output, ctx.root)
+    metadata = {**metadata, "recognised": found.tool or None}
+    if found.count:
+        return Verdict("fail", f"{found.count} {noun}", found.digest.render(), metadata)
+    return Verdict("fail", f"{tool} exited {run.exit_code}: {one_line(run.output)}",
+                   tail(run.output), metadata)
 
 
 def type_check(ctx: GateContext) -> Verdict:
@@ -71,9 +79,9 @@ def type_check(ctx: GateContext) -> Verdict:
     if override is not None:
         argv, checker = override, override[0]
     elif checker == "pyright":
-        argv = [*tool_argv("pyright", None), *files]
+        argv = [*ctx.tool("pyright", None), *files]
     else:
-        argv = [*tool_argv("mypy", "mypy"), "--no-error-summary", "--no-pretty",
+        argv = [*ctx.tool("mypy", "mypy"), "--no-error-summary", "--no-pretty",
                 "--show-column-numbers", "--follow-imports=silent", "--ignore-missing-imports",
                 "--no-incremental", "--cache-dir=/dev/null", *files]
     run = ctx.run(argv)
@@ -82,13 +90,7 @@ def type_check(ctx: GateContext) -> Verdict:
     scope = {"scope": "command" if override else "changed", "checker": Path(checker).name}
     if run.exit_code == 0:
         return Verdict("pass", "no type errors", metadata=scope)
-    digest = (dg.pyright_digest if "pyright" in checker else dg.mypy_digest)(run.output, ctx.root)
-    if not digest.entries:
-        digest = dg.generic_digest(run.output, ctx.root)
-    count = len(digest.entries) + digest.left_out
-    details = f"{count} type error(s)" if count else f"{Path(checker).name} exited " \
-        f"{run.exit_code}: {run.output.strip()[-300:]}"
-    return Verdict("fail", details, digest.render(), scope)
+    return _findings(run, ctx, "type error(s)", Path(checker).name, scope)
 
 
 # -- tests ---------------------------------------------------------------------
@@ -126,7 +128,7 @@ def _pytest(ctx: GateContext, targets: list[str]) -> tuple[ToolRun, dict[str, in
                                                          list[dg.DigestEntry]]:
     with tempfile.TemporaryDirectory(prefix="bt-pytest-") as tmp:
         report = Path(tmp) / "junit.xml"
-        argv = [*tool_argv("pytest", "pytest"), "-q", "-p", "no:cacheprovider", "--tb=short",
+        argv = [*ctx.tool("pytest", "pytest"), "-q", "-p", "no:cacheprovider", "--tb=short",
                 "-rfE", f"--junitxml={report}", "-o", "junit_family=xunit1", *targets]
         run = ctx.run(argv)
         counts, entries = _junit(report, ctx.root)
@@ -139,12 +141,19 @@ def tests(ctx: GateContext) -> Verdict:
         run = ctx.run(override)
         if (late := _timeout(ctx, run, "tests")) is not None:
             return late
-        counts = {k: int(n) for n, k in _SUMMARY.findall(run.output)}
-        status = "pass" if run.exit_code == 0 else "fail"
-        digest = dg.generic_digest(run.output, ctx.root) if status == "fail" else dg.Digest(())
-        return Verdict(status, ", ".join(f"{v} {k}" for k, v in counts.items())
-                       or f"exit {run.exit_code}", digest.render(),
-                       {"scope": "command", "counts": counts})
+        found = recognise(run.output, ctx.root)
+        counts = found.counts or {("errors" if k.startswith("error") else k): int(n)
+                                  for n, k in _SUMMARY.findall(run.output)}
+        failed = [e.message.split(" failed", 1)[0].split(" error", 1)[0]
+                  for e in found.digest.entries] if found.tool == "pytest" else []
+        metadata = {"scope": "command", "counts": counts, "failed_tests": failed,
+                    "recognised": found.tool or None}
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+        if run.exit_code == 0:
+            return Verdict("pass", summary or "test command passed", metadata=metadata)
+        if not summary:
+            summary = f"test command exited {run.exit_code}: {one_line(run.output)}"
+        return Verdict("fail", summary, found.digest.render() or tail(run.output), metadata)
     targets = select_tests(ctx.root, list(ctx.python_files()),
                            [f for f in ctx.deleted if f.endswith('.py')])
     full = bool(ctx.option("tests_full_suite", False))
@@ -162,8 +171,9 @@ def tests(ctx: GateContext) -> Verdict:
         if (late := _timeout(ctx, run, "pytest")) is not None:
             return late
         if run.exit_code not in (0, 1, 5):  # usage error, internal error, interrupted
-            return Verdict("fail", f"pytest exited {run.exit_code}: {run.output.strip()[-300:]}",
-                           dg.generic_digest(run.output, ctx.root).render(), {"scope": scope})
+            return Verdict("fail", f"pytest exited {run.exit_code}: {one_line(run.output)}",
+                           recognise(run.output, ctx.root).digest.render() or tail(run.output),
+                           {"scope": scope})
         if scope == "full":
             totals = counts
             entries = found
@@ -189,7 +199,7 @@ def dead_code(ctx: GateContext) -> Verdict:
     if not files:
         return Verdict("pass", "no Python files changed")
     confidence = int(ctx.option("dead_code_min_confidence", 80))
-    argv = ctx.command("dead_code_command") or [*tool_argv("vulture", "vulture")]
+    argv = ctx.command("dead_code_command") or [*ctx.tool("vulture", "vulture")]
     run = ctx.run([*argv, *files, "--min-confidence", str(confidence)])
     if (late := _timeout(ctx, run, "vulture")) is not None:
         return late
@@ -208,18 +218,19 @@ def security_scan(ctx: GateContext) -> Verdict:
         run = ctx.run(override)
         if (late := _timeout(ctx, run, "security scan")) is not None:
             return late
-        return Verdict("pass" if run.exit_code == 0 else "fail",
-                       f"{override[0]} exited {run.exit_code}",
-                       dg.generic_digest(run.output, ctx.root).render())
+        if run.exit_code == 0:
+            return Verdict("pass", f"{override[0]} exited 0")
+        return _findings(run, ctx, "security finding(s)", override[0], {"scope": "command"})
     if not files:
         return Verdict("pass", "no Python files changed")
-    run = ctx.run([*tool_argv("bandit", "bandit"), "-q", "-f", "json", *files])
+    run = ctx.run([*ctx.tool("bandit", "bandit"), "-q", "-f", "json", *files])
     if (late := _timeout(ctx, run, "bandit")) is not None:
         return late
     try:
         report = json.loads(run.output[run.output.find("{"):])
     except ValueError:
-        return Verdict("fail", f"bandit exited {run.exit_code}: {run.output.strip()[-300:]}")
+        return Verdict("fail", f"bandit exited {run.exit_code}: {one_line(run.output)}",
+                       tail(run.output))
     serious = [r for r in report.get("results", [])
                if r.get("issue_severity") in ("MEDIUM", "HIGH")
                and r.get("issue_confidence") in ("MEDIUM", "HIGH")]
@@ -239,7 +250,7 @@ def security_scan(ctx: GateContext) -> Verdict:
 def _complexities(ctx: GateContext, root: Path, files: list[str]) -> dict[str, list[tuple]]:
     if not files:
         return {}
-    run = ctx.run([*tool_argv("radon", "radon"), "cc", "-j", *files])
+    run = ctx.run([*ctx.tool("radon", "radon"), "cc", "-j", *files])
     if run.timed_out:
         raise TimeoutError
     try:
@@ -307,7 +318,7 @@ def complexity_check(ctx: GateContext) -> Verdict:
 
 
 def mutation_testing(ctx: GateContext) -> Verdict:
-    argv = ctx.command("mutation_command") or [*tool_argv("mutmut", "mutmut"), "run"]
+    argv = ctx.command("mutation_command") or [*ctx.tool("mutmut", "mutmut"), "run"]
     run = ctx.run(argv, timeout_s=float(ctx.option("mutation_timeout_s", 600)))
     if (late := _timeout(ctx, run, "mutmut")) is not None:
         return late

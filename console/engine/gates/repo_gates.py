@@ -11,7 +11,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from console.engine.gates.base import GateContext, Verdict, run_tool, tool_argv
+from console.engine.gates.base import GateContext, Verdict, run_tool
+from console.engine.gates.recognise import one_line, tail
 from console.engine.llm import LlmUnavailable
 from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.sdd.fileio import atomic_write_json
@@ -29,12 +30,12 @@ def merge_conflict(ctx: GateContext) -> Verdict:
         lines = [line for line in run.output.splitlines()[1:] if line.strip()]
         return Verdict("fail", "conflicts with " + ctx.base_ref + " in " + ", ".join(lines[:10]),
                        metadata={"conflicts": lines})
-    return Verdict("fail", f"trial merge failed: {run.output.strip()[-300:]}")
+    return Verdict("fail", f"trial merge failed: {one_line(run.output)}", tail(run.output))
 
 
 def _coverage(ctx: GateContext, root: Path) -> float | None:
     command = ctx.command("coverage_delta_command")
-    coverage = tool_argv("coverage", "coverage")
+    coverage = ctx.tool("coverage", "coverage")
     with tempfile.TemporaryDirectory(prefix="bt-cov-") as tmp:
         data = Path(tmp) / ".coverage"
         report = Path(tmp) / "coverage.json"
@@ -103,7 +104,7 @@ def coverage_delta(ctx: GateContext) -> Verdict:
 
 
 def dep_audit(ctx: GateContext) -> Verdict:
-    argv = ctx.command("dep_audit_command") or [*tool_argv("pip-audit", "pip_audit"),
+    argv = ctx.command("dep_audit_command") or [*ctx.tool("pip-audit", "pip_audit"),
                                                 "--progress-spinner", "off"]
     requirements = ctx.root / "requirements.txt"
     if ctx.command("dep_audit_command") is None and requirements.exists():
@@ -116,7 +117,8 @@ def dep_audit(ctx: GateContext) -> Verdict:
     if _NETWORK.search(run.output):
         return Verdict("skipped", "skipped: needs network (the vulnerability database was "
                                   "unreachable)")
-    return Verdict("fail", f"pip-audit exited {run.exit_code}: {run.output.strip()[-300:]}")
+    return Verdict("fail", f"pip-audit exited {run.exit_code}: {one_line(run.output)}",
+                   tail(run.output))
 
 
 def benchmark(ctx: GateContext) -> Verdict:
@@ -167,16 +169,20 @@ def redact_secrets(text: str) -> str:
     return "\n".join(out)
 
 
+def working_diff(ctx: GateContext) -> str:
+    """The change against base_ref, for a model to read: not through ctx.run (the diff
+    must not land in the gate log); callers redact secrets."""
+    env = git_env()
+    return run_tool(git_argv(ctx.root, ["diff", *NO_DIFF_PROGRAMS, ctx.base_ref], env),
+                    ctx.root, 60, env=env).output
+
+
 def intent_verification(ctx: GateContext) -> Verdict:
     settings = ctx.option("intent_verification", {})
     settings = settings if isinstance(settings, dict) else {}
     if not ctx.llm.configured:
         return Verdict("skipped", f"skipped: {ctx.llm.not_configured_reason()}")
-    # not through ctx.run: the diff must not land in the gate log, and secrets are redacted
-    env = git_env()
-    raw = run_tool(git_argv(ctx.root, ["diff", *NO_DIFF_PROGRAMS, ctx.base_ref], env), ctx.root,
-                   60, env=env).output[:12000]
-    diff = redact_secrets(raw)
+    diff = redact_secrets(working_diff(ctx)[:12000])
     system = ("You check whether a code change does what its task asks. Answer YES, NO or "
               "PARTIAL on the first line, then one line why.")
     user = f"Task: {ctx.task_title}\n{ctx.task_description}\n\nDiff:\n{diff}"
