@@ -173,7 +173,7 @@ def cmd_remote_console(client: ServerClient, args: argparse.Namespace) -> int:
     require_token_accepted(client, reachable=False)  # one that is down may come back
     source, control = remote_console_parts(client, args.directory, args.read_only)
     root = Path(args.directory or ".").expanduser().resolve()
-    app = ConsoleApp(root, read_only=args.read_only, engine=False,  # type: ignore[call-arg]
+    app = ConsoleApp(root, read_only=args.read_only, engine=False,
                      source=source, control=control)
     app.run()
     return app.return_code or EXIT_OK

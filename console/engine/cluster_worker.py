@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from console.engine.cluster_report import (
     Coordinator,
@@ -53,8 +54,8 @@ class ClusterEngine(Engine):
     worker holds from the server (local tickets wait for a local engine)."""
 
     def __init__(self, root: Path, *, admit: Callable[[Task], bool], remote: str = "origin",
-                 **kwargs: object) -> None:
-        super().__init__(root, **kwargs)  # type: ignore[arg-type]
+                 **kwargs: Any) -> None:
+        super().__init__(root, **kwargs)
         self.admit = admit
         self.remote = remote
 

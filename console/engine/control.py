@@ -3,6 +3,7 @@ engine (through the inbox), and file-only (nobody runs the project)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from console.control import Control, Outcome
@@ -10,7 +11,7 @@ from console.engine import evolution_apply, inbox, operations
 from console.engine.cascade import parse_cascade
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
-from console.engine.evolution_apply import parse_evolution
+from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gitops import GitRepo
 from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner, owned_message
@@ -97,7 +98,7 @@ class FileControl:
     def __init__(self, paths: SddPaths) -> None:
         self.paths = paths
 
-    def _with_store(self, action) -> Outcome:  # type: ignore[no-untyped-def]
+    def _with_store(self, action: Callable[[TaskStore], Outcome]) -> Outcome:
         try:
             with EngineLock(self.paths):
                 store = TaskStore(self.paths)
@@ -123,7 +124,8 @@ class FileControl:
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self._with_store(lambda store: operations.cancel(store, task_id, reason))
 
-    def _evolution(self, action) -> Outcome:  # type: ignore[no-untyped-def]
+    def _evolution(self, action: Callable[[GitRepo | None, EvolutionConfig], Outcome]
+                   ) -> Outcome:
         """Evolution work under the project lock, with the repository when there is one."""
         try:
             config = parse_evolution(load_config(self.paths.root).raw.get("evolution"))

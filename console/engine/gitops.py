@@ -83,7 +83,7 @@ class GitRepo:
         self.lock = threading.RLock()
         self.meta = GitMetaGuard(self.common_dir)
         self.check_admin()
-        self.on_note: Callable[[str], None] | None = None  # where put-back notes are said
+        self.on_note: Callable[[str], object] | None = None  # where put-back notes are said
         self._guarded: set[Path] = set()  # attempts' worktrees, while they run
         if not self._valid("HEAD"):
             raise EngineError(f"{root} has no commits yet; commit once so agents can branch "

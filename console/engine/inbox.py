@@ -111,7 +111,10 @@ def drain(paths: SddPaths, handle: Callable[[dict[str, object], Callable[[Outcom
                                                       else "empty request")
         else:
             try:
-                outcome = handle(data, lambda later, name=name: answer(paths, name, later))
+                def answered(later: Outcome, name: str = name) -> None:
+                    answer(paths, name, later)
+
+                outcome = handle(data, answered)
             except Exception as exc:  # every request is answered, whatever happens
                 outcome = Outcome.refused(f"{data.get('action')} failed: "
                                           f"{type(exc).__name__}: {exc}")

@@ -53,8 +53,8 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
     deadline = t.deadline
     if deadline is None and t.sla_minutes is not None:
         deadline = now + t.sla_minutes * 60
-    metadata = {"ticket": f"claimed/{claimed_name}", "tags": list(t.tags),
-                "ticket_type": t.task_type}
+    metadata: dict[str, object] = {"ticket": f"claimed/{claimed_name}", "tags": list(t.tags),
+                                   "ticket_type": t.task_type}
     if t.sla_minutes is not None:
         metadata["sla_minutes"] = t.sla_minutes
     if t.require_review:
@@ -150,8 +150,10 @@ class Ingestor:
 
     def scan(self) -> list[Candidate]:
         directory = self._backlog("open")
+        if directory is None:
+            return []
         try:
-            names = sorted(os.listdir(directory)) if directory is not None else []
+            names = sorted(os.listdir(directory))
         except OSError:
             return []
         found = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-import regex  # type: ignore[import-untyped]
+import regex  # type: ignore[import-untyped]  # the regex package ships no stubs
 
 from console.engine.agents.process import AgentCommand, run_agent
 from console.engine.llm import LlmClient, LlmUnavailable

@@ -118,7 +118,7 @@ class LlmClient:
                     raise LlmUnavailable(f"LLM endpoint answered {response.status_code}: "
                                          f"{response.text[:200]}")
                 else:
-                    reply = self._reply(response, body["model"])
+                    reply = self._reply(response, str(body["model"]))
                     self._account(reply, purpose)
                     return reply
             time.sleep(delay)

@@ -143,7 +143,7 @@ class Reflector:
     """Produces, stores and recalls reflections for one project."""
 
     def __init__(self, paths: SddPaths, llm: LlmClient,
-                 on_note: Callable[[str], None] | None = None) -> None:
+                 on_note: Callable[[str], object] | None = None) -> None:
         self.paths = paths
         self.llm = llm
         self.on_note = on_note or (lambda message: None)

@@ -44,7 +44,8 @@ def parse_sla(raw: object) -> SlaConfig:
     if unknown:
         raise ValueError(f"sla.{sorted(unknown)[0]} is not a known key")
     try:
-        threshold = float(raw.get("warning_threshold", raw.get("warningThreshold", 0.8)))
+        threshold = float(raw.get("warning_threshold", raw.get("warningThreshold", 0.8))
+                          or 0.0)
     except (TypeError, ValueError):
         raise ValueError("sla.warning_threshold must be a number") from None
     interval = raw.get("check_interval")

@@ -71,7 +71,8 @@ class RemoteControl:
             return Outcome.refused(f"task {task_id} is {status}; only a task that will run "
                                    "again can be escalated")
         current = task.get("model") if isinstance(task.get("model"), str) else None
-        metadata = task.get("metadata") if isinstance(task.get("metadata"), dict) else {}
+        raw = task.get("metadata")
+        metadata: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if model:
             step = tier_of(model, self.ladder)
             target = model

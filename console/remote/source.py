@@ -24,7 +24,7 @@ from typing import Any
 
 from console.remote.client import ServerClient, ServerError
 from console.remote.health import ServerHealth, decode_nodes
-from console.remote.sse import EventStream, SseEvent
+from console.remote.sse import BACKOFF_FIRST_S, EventStream, SseEvent
 from console.sdd.state import Delta, State
 from console.sdd.task_codec import SIGNAL_TYPES
 from console.sdd.task_live import TaskLive, from_detail
@@ -339,7 +339,7 @@ class RemoteSource:
             return
         self._stream = EventStream(
             self.client, self._stop, on_event=self._on_event, on_connect=self._on_connect,
-            on_gap=self._on_gap, **({"first_s": self.backoff_s} if self.backoff_s else {}))
+            on_gap=self._on_gap, first_s=self.backoff_s or BACKOFF_FIRST_S)
         self._stream.run()
 
     def _monitor(self) -> None:

@@ -43,7 +43,8 @@ def parse_events(lines: Iterable[str], max_bytes: int = MAX_EVENT_LINE_BYTES
     comment, `field: value` (one optional space), data lines join with a newline, a blank
     line ends the frame; a frame without data is no event; an unfinished frame is dropped.
     An event whose data grows past `max_bytes` raises LimitExceeded."""
-    event, data, last_id, size = "", [], None, 0
+    data: list[str] = []
+    event, last_id, size = "", None, 0
     for line in lines:
         if not line:
             if data:

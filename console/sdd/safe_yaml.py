@@ -58,8 +58,9 @@ def check_depth(text: str, limit: int = MAX_YAML_DEPTH) -> None:
         if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             depth += 1
             if depth > limit:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
                 raise YamlLimitError(f"lists and maps nested more than {limit} deep (line "
-                                     f"{event.start_mark.line + 1})")
+                                     f"{line})")
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             depth -= 1
 

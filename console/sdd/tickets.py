@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from console.model import Ticket
@@ -80,7 +81,7 @@ def _pin(value: str | None, unpinned: str) -> str | None:
     return None if not value or value.lower() == unpinned else value
 
 
-def _yaml():  # type: ignore[no-untyped-def]
+def _yaml() -> ModuleType:
     """PyYAML, imported with the first ticket read: start-up does not pay for it."""
     import yaml
 

@@ -30,7 +30,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,7 +239,7 @@ def _save(records: dict[str, Record], damaged: bool) -> None:
     atomic_write_bytes(path, (json.dumps(body, indent=2) + "\n").encode(), mode=0o600)
 
 
-def _change(edit) -> str | None:  # type: ignore[no-untyped-def]
+def _change(edit: Callable[[dict[str, Record]], object]) -> str | None:
     """Read, edit and write the store under its lock; the damaged-file warning, if any."""
     try:
         with _locked():

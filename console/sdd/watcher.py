@@ -9,6 +9,7 @@ polling and says so once.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import threading
@@ -123,7 +124,7 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
                 if changes:
                     paths = [Path(p) for _, p in changes]
                     pacer.before_read()
-                    delta = _safe(source, lambda paths=paths: source.refresh(paths), report)
+                    delta = _safe(source, functools.partial(source.refresh, paths), report)
                     pacer.after_read(delta)
                     send(delta)
                 # a poll at least every POLL_S, busy or not, catches what no event announced

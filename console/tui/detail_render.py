@@ -59,7 +59,7 @@ def gates_view(state: State, task_id: str) -> RenderableType:
 def _number(value: object, digits: int) -> Text:
     """A figure from a task record (any JSON value: a hostile one is shown, not raised)."""
     try:
-        return Text(f"{float(value or 0):.{digits}f}")  # type: ignore[arg-type]
+        return Text(f"{float(value or 0):.{digits}f}")  # type: ignore[arg-type]  # any JSON value: a bad one raises, caught below
     except (TypeError, ValueError, OverflowError):
         return data_text(value, limit=20)
 

@@ -96,8 +96,7 @@ def quality_of(state: State, buckets: int = 24) -> Quality:
                      stats.total_ms / stats.runs if stats.runs else 0.0,
                      stats.cached / stats.runs if stats.runs else 0.0)
              for name, stats in sorted(state.gate_stats.items())]
-    durations = sorted(m.duration_seconds for m in state.task_metrics.values()
-                       if m.duration_seconds is not None)
+    durations = sorted(m.duration_seconds for m in state.task_metrics.values())
     if not durations:
         durations = sorted(a.duration_seconds for a in state.archive.values()
                            if a.duration_seconds is not None)

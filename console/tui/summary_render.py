@@ -27,7 +27,7 @@ MAX_DEPENDANTS = 20
 def _when(value: object) -> str:
     """An epoch as UTC (the same on every machine, as the records and a server's are)."""
     try:
-        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(value)))  # type: ignore[arg-type]
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(value)))  # type: ignore[arg-type]  # any JSON value, caught
     except (TypeError, ValueError, OverflowError, OSError):
         return display_text(value, limit=40)
 

@@ -6,6 +6,7 @@ under the State's lock, the table only lays them out.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,7 +140,7 @@ def row_of(state: State, task_id: str) -> TaskRow | None:
 
 def _max_attempts(value: object, max_retries: int) -> int:
     try:
-        return int(value) if value is not None else max_retries + 1  # type: ignore[call-overload]
+        return int(value) if value is not None else max_retries + 1  # type: ignore[call-overload]  # JSON, caught
     except (TypeError, ValueError):
         return max_retries + 1
 
@@ -168,6 +169,14 @@ class FilterError(ValueError):
 
 
 Predicate = Callable[[TaskRow, float], bool]
+
+
+def _has_word(needle: str, row: TaskRow, now: float) -> bool:
+    return needle in row.id.lower() or needle in row.title.lower() or needle in row.role.lower()
+
+
+def _negated(term: Predicate, row: TaskRow, now: float) -> bool:
+    return not term(row, now)
 
 
 def _key_term(key: str, value: str) -> Predicate:
@@ -216,11 +225,10 @@ def parse_filter(text: str) -> Predicate | None:
         negate, key, value, word = match.groups()
         if word is not None:
             needle = word.lower()
-            predicates.append(lambda row, now, n=needle: n in row.id.lower()
-                              or n in row.title.lower() or n in row.role.lower())
+            predicates.append(functools.partial(_has_word, needle))
             continue
         term = _key_term(key.lower(), value)
-        predicates.append((lambda row, now, t=term: not t(row, now)) if negate else term)
+        predicates.append(functools.partial(_negated, term) if negate else term)
     if not predicates:
         return None
     return lambda row, now: all(p(row, now) for p in predicates)

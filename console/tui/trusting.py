@@ -8,10 +8,17 @@ A mixin of ConsoleApp: it uses the app's source, engine, notifications and its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    _App = App[int]
+else:
+    _App = object
 
 
-class TrustActions:
+class TrustActions(_App):
     read_only: bool
     local: bool
     project_root: Path
@@ -76,4 +83,4 @@ class TrustActions:
                                  else "; the engine stays off (--no-engine)"
                                  if not self.want_engine else ""), markup=False)
         if started:
-            self._start_engine()  # type: ignore[attr-defined]
+            self._start_engine()  # type: ignore[attr-defined]  # ConsoleApp's, this mixin's host

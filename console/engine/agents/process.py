@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from console.engine.lifecycle import die_with_parent
 
@@ -68,7 +69,7 @@ def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
     must not block on a full pipe, and the tail still feeds the checks."""
     tail = bytearray()
     written = 0
-    log = None
+    log: BinaryIO | None = None
     # unopenable (a full disk): the engine's own next write fails too, and says so
     with contextlib.suppress(OSError):
         log = open(log_path, "ab")  # noqa: SIM115 (closed below, after the last chunk)
@@ -86,7 +87,8 @@ def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
                     log.write(f"\n[bernstein-tui: output capped at {cap} bytes]\n".encode())
                     state["truncated"] = True
             except OSError:
-                log = _closed(log)
+                _closed(log)
+                log = None
         tail += chunk
         if len(tail) > TAIL_CHARS * 4:
             del tail[: len(tail) - TAIL_CHARS * 4]
@@ -96,7 +98,7 @@ def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
     state["bytes"] = written
 
 
-def _closed(log) -> None:  # type: ignore[no-untyped-def]
+def _closed(log: BinaryIO) -> None:
     with contextlib.suppress(OSError):  # the buffered rest may not fit either
         log.close()
 

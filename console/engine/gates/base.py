@@ -125,7 +125,8 @@ def run_tool(argv: Sequence[str], cwd: Path, timeout_s: float, *,
     def pump() -> None:
         nonlocal size
         assert proc.stdout is not None
-        for chunk in iter(lambda: proc.stdout.read1(65536), b""):  # type: ignore[union-attr]
+        stdout = proc.stdout  # a BufferedReader: read1 returns what has arrived
+        for chunk in iter(lambda: stdout.read1(65536), b""):  # type: ignore[attr-defined]  # typed IO[bytes]
             if size < MAX_OUTPUT:
                 chunks.append(chunk)
                 size += len(chunk)

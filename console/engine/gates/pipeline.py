@@ -142,8 +142,9 @@ def _stream_hash(root: Path, args: list[str], digest: Any) -> None:
     env = git_env()
     proc = subprocess.Popen(git_argv(root, args, env), cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):  # type: ignore[union-attr]
+    stdout = proc.stdout
+    assert stdout is not None
+    for chunk in iter(lambda: stdout.read(1 << 20), b""):
         digest.update(chunk)
     if proc.wait() != 0:
         raise ToolMissing(f"git {args[0]} failed")
@@ -158,7 +159,8 @@ def collect_changes(root: Path, base_ref: str) -> Changes:
                           env=git_env())
     base = merge_base.output.strip() if merge_base.exit_code == 0 else tip
     fields = _git(root, "diff", "--name-status", "--no-renames", "-z", base).split("\0")
-    changed, deleted = [], []
+    changed: list[str] = []
+    deleted: list[str] = []
     for kind, name in zip(fields[0::2], fields[1::2], strict=False):
         if not name or name.startswith(".sdd/"):
             continue
@@ -319,7 +321,7 @@ class GatePipeline:
 
     def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
             base_ref: str, environ: Mapping[str, str] | None = None,
-            cancel=None, writer_model: str = "") -> PipelineRun:  # type: ignore[no-untyped-def]
+            cancel: threading.Event | None = None, writer_model: str = "") -> PipelineRun:
         started = time.monotonic()
         if not self.config.enabled or not self.config.pipeline:
             return PipelineRun(GateReport(task_id, True, 0, ()), False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from textual.timer import Timer
 from textual.widgets import Static
@@ -27,8 +28,8 @@ class ApprovalLine(Static):
     }
     """
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(markup=False, **kwargs)  # type: ignore[arg-type]  # Static's own kwargs
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, **kwargs)
         self.proposal_id: str | None = None
         self._root: Path | None = None
         self._since = 0.0

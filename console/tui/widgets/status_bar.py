@@ -8,6 +8,8 @@ line instead of a count cut in two or the engine pushed out of sight.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.cells import cell_len
 from textual import events
 
@@ -84,8 +86,8 @@ def summary_text(where: str, header: Header, engine_line: str, width: int,
 class StatusBar(Lines):
     """Re-rendered from the header figures each batch carries, and on resize."""
 
-    def __init__(self, where: str, **kwargs: object) -> None:
-        super().__init__(display_text(where), markup=False, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, where: str, **kwargs: Any) -> None:
+        super().__init__(display_text(where), markup=False, **kwargs)
         self.where = where
         self.engine_line = "engine: off (watching only)"
         self.alert = ""

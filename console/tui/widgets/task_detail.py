@@ -7,7 +7,7 @@ loop); the log is tailed by a thread worker and capped, and keeps SGR colours on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -30,8 +30,8 @@ class TaskDetail(Vertical):
     """Empty until `activate()`: the tabs are built once the first rows are on screen,
     so they never delay the first paint."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.task_id: str | None = None
         self.live: TaskLive | None = None  # of `task_id`, once read
         self.active = False

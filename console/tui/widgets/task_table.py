@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -68,8 +69,8 @@ class TaskTable(ScrollView, can_focus=True):
     class ViewChanged(Message):
         """The filter, the sort or the number of rows shown changed."""
 
-    def __init__(self, clock: Callable[[], float] = time.time, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, clock: Callable[[], float] = time.time, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
         self.clock = clock
         self.rows: dict[str, TaskRow] = {}
         self._order: dict[str, None] = {}  # ids in the task log's order
@@ -172,7 +173,8 @@ class TaskTable(ScrollView, can_focus=True):
         view = [i for i in self._order if predicate is None or predicate(self.rows[i], now)]
         if self.sort_key is not None:
             key = SORT_KEYS[self.sort_key]
-            view.sort(key=lambda i: key(self.rows[i]), reverse=self.reverse)  # type: ignore[arg-type, return-value]
+            view.sort(key=lambda i: key(self.rows[i]),  # type: ignore[arg-type, return-value]  # keys of mixed but comparable kinds
+                      reverse=self.reverse)
         self.view = view
         self._pos = {task_id: index for index, task_id in enumerate(view)}
         if keep is not None and keep in self._pos:
