@@ -19,8 +19,8 @@ from console.engine.errors import EngineError, IllegalTransition
 from console.model import TRANSITIONS, Problem, Task, TaskState
 from console.sdd.fields import RecordError
 from console.sdd.fileio import append_jsonl
+from console.sdd.kinds import KINDS
 from console.sdd.paths import Kind, SddPaths
-from console.sdd.state import DECODERS
 from console.sdd.tail import JsonlTail
 from console.sdd.task_codec import encode_task
 
@@ -85,7 +85,7 @@ class TaskStore:
                 self.problems.extend(batch.problems)
                 for line, raw in batch.records:
                     try:
-                        task = DECODERS[Kind.TASKS](raw)
+                        task = KINDS[Kind.TASKS].decoder(raw)
                     except RecordError as exc:
                         self.problems.append(Problem(display, line, str(exc)))
                         continue

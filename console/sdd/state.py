@@ -1,15 +1,15 @@
 """`State`: everything the console knows about one `.sdd/`, updated incrementally.
 
-Each file kind has exactly one reader (its decoder below) and is the only
-contributor to its part of the state, so a truncated or replaced file resets
-just that part. Every `apply_*` returns a `Delta` saying what changed, keyed by
-task id, so views update rows in place instead of redrawing.
+Each JSONL kind has one registry entry (`kinds.KINDS`: decoder, section, add, reset)
+and is the only contributor to its part of the state, so a truncated or replaced file
+resets just that part. Every `apply_*` returns a `Delta` saying what changed, keyed by
+task id, so views update rows in place instead of redrawing. Problems live in
+`problem_log`, a task server's snapshots in `server_state`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,40 +33,18 @@ from console.model import (
     TaskMetric,
     Ticket,
 )
-from console.sdd import evolution_codec, metric_codec, task_codec
-from console.sdd.fields import RecordError, req_str, str_or
+from console.sdd import metric_codec, server_state
+from console.sdd.delta import Delta
+from console.sdd.fields import RecordError
+from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import Kind
+from console.sdd.problem_log import ProblemLog
 from console.sdd.tail import TailBatch
 from console.sdd.tickets import TicketError
 
-MAX_PROBLEMS_PER_FILE = 10_000
+__all__ = ["Delta", "GateStats", "Section", "State"]
+
 MAX_ENGINE_EVENTS = 500
-
-DECODERS: Mapping[Kind, Callable[[Mapping[str, Any]], Any]] = {
-    Kind.TASKS: task_codec.decode_task,
-    Kind.ARCHIVE: task_codec.decode_archive,
-    Kind.GATE_LINES: metric_codec.decode_gate_line,
-    Kind.CHAINS: metric_codec.decode_chain,
-    Kind.TASK_METRICS: metric_codec.decode_task_metric,
-    Kind.REFLECTIONS: metric_codec.decode_reflection,
-    Kind.REVIEWS: metric_codec.decode_review,
-    Kind.SLA_EVENTS: metric_codec.decode_sla_event,
-    Kind.PHASE_GATES: metric_codec.decode_phase_event,
-    Kind.DEFERRED: evolution_codec.decode_proposal,
-    Kind.DECISIONS: evolution_codec.decode_decision,
-    Kind.EXPERIMENTS: evolution_codec.decode_experiment,
-    Kind.ENGINE_EVENTS: metric_codec.decode_engine_event,
-}
-
-#: the section of the console each kind feeds (tasks go by key instead)
-SECTIONS: Mapping[Kind, str] = {
-    Kind.TASKS: "tasks", Kind.ARCHIVE: "archive", Kind.GATE_LINES: "gates",
-    Kind.GATE_REPORT: "gates", Kind.CHAINS: "chains", Kind.TASK_METRICS: "metrics",
-    Kind.REFLECTIONS: "reflections", Kind.REVIEWS: "reviews", Kind.SLA_EVENTS: "sla",
-    Kind.PHASE_GATES: "phase_gates", Kind.DEFERRED: "proposals", Kind.DECISIONS: "proposals",
-    Kind.EXPERIMENTS: "proposals", Kind.TICKET: "backlog", Kind.ENGINE_EVENTS: "engine",
-}
-
 
 #: gate runs kept per gate for the quality screen's sparkline
 GATE_RECENT = 40
@@ -91,34 +69,11 @@ class GateStats:
         self.recent.append(ok)
 
 
-@dataclass(slots=True)
-class Delta:
-    """What one batch of file changes did to the state."""
-
-    upserts: dict[str, Task] = field(default_factory=dict)
-    removed: set[str] = field(default_factory=set)
-    sections: set[str] = field(default_factory=set)
-    #: tasks whose gates, SLA or chains changed without a new task record
-    touched: set[str] = field(default_factory=set)
-
-    def __bool__(self) -> bool:
-        return bool(self.upserts or self.removed or self.sections or self.touched)
-
-    def merge(self, other: Delta) -> Delta:
-        for task_id in other.removed:
-            self.upserts.pop(task_id, None)
-        self.removed -= other.upserts.keys()
-        self.removed |= other.removed
-        self.upserts.update(other.upserts)
-        self.sections |= other.sections
-        self.touched |= other.touched
-        return self
-
-
-class State:
+class State(ProblemLog):
     """The aggregate of every file kind; mutate only through `apply_*`."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.tasks: dict[str, Task] = {}
         self._state_counts: Counter[str] = Counter()
         self.archive: dict[str, ArchiveRecord] = {}
@@ -146,132 +101,48 @@ class State:
         self.engine_events: deque[EngineEvent] = deque(maxlen=MAX_ENGINE_EVENTS)
         self.engine_event_levels: Counter[str] = Counter()
         self.engine_event_total = 0  # ever added, so a reader can ask for "the new ones"
-        self._problems: dict[str, list[Problem]] = defaultdict(list)
-        self._overflow: Counter[str] = Counter()
-        self._file_errors: dict[str, Problem] = {}
         self._gate_report_files: dict[str, str] = {}  # display path → task id
         self._dir_files: dict[Kind, set[str]] = {Kind.GATE_REPORT: set(), Kind.TICKET: set()}
-
-    # -- problems --------------------------------------------------------------
-
-    @property
-    def problems(self) -> list[Problem]:
-        out = list(self._file_errors.values())
-        for name, items in self._problems.items():
-            out.extend(items)
-            if self._overflow[name]:
-                out.append(Problem(name, None, f"{self._overflow[name]} more problems not listed"))
-        return out
-
-    @property
-    def problem_count(self) -> int:
-        return (len(self._file_errors) + sum(len(v) for v in self._problems.values())
-                + sum(self._overflow.values()))
-
-    def _problem(self, problem: Problem) -> None:
-        items = self._problems[problem.file]
-        if len(items) < MAX_PROBLEMS_PER_FILE:
-            items.append(problem)
-        else:
-            self._overflow[problem.file] += 1
-
-    def _clear_problems(self, display: str) -> None:
-        self._problems.pop(display, None)
-        self._overflow.pop(display, None)
-
-    def set_file_error(self, display: str, reason: str | None) -> Delta:
-        """A whole file is unreadable right now (or readable again, reason None)."""
-        delta = Delta()
-        self._set_file_error(display, reason, delta)
-        return delta
-
-    def _set_file_error(self, display: str, reason: str | None, delta: Delta) -> None:
-        had = self._file_errors.get(display)
-        if reason is None:
-            if had is not None:
-                del self._file_errors[display]
-                delta.sections.add("problems")
-        elif had is None or had.reason != reason:
-            self._file_errors[display] = Problem(display, None, reason)
-            delta.sections.add("problems")
+        #: records of kinds kept per task by `kinds.per_task_list` (kind → task id → records)
+        self.per_task: dict[Kind, dict[str, list[Any]]] = {}
 
     # -- JSONL kinds -----------------------------------------------------------
 
     def apply_jsonl(self, kind: Kind, display: str, batch: TailBatch) -> Delta:
+        spec = KINDS[kind]
         delta = Delta()
         self._set_file_error(display, batch.file_error, delta)
         if batch.reset:
-            self._reset(kind, delta)
+            spec.reset(self, delta)
             self._clear_problems(display)
-            delta.sections.update({SECTIONS[kind], "problems"})
-        decode = DECODERS[kind]
+            delta.sections.update({spec.section, Section.PROBLEMS})
         for problem in batch.problems:
             self._problem(problem)
         if batch.problems:
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         for line, raw in batch.records:
             try:
-                record = decode(raw)
+                record = spec.decoder(raw)
             except RecordError as exc:
                 self._problem(Problem(display, line, str(exc)))
-                delta.sections.add("problems")
+                delta.sections.add(Section.PROBLEMS)
                 continue
             except Exception as exc:  # a decoder bug must cost one record, not the rest
                 self._problem(Problem(display, line,
                                       f"unreadable record: {type(exc).__name__}: {exc}"))
-                delta.sections.add("problems")
+                delta.sections.add(Section.PROBLEMS)
                 continue
-            self._add(kind, record, display, line, delta)
+            if kind is not Kind.TASKS:  # tasks go by key (upserts), not by section
+                delta.sections.add(spec.section)
+            spec.add(self, record, display, line, delta)
         return delta
-
-    def _reset(self, kind: Kind, delta: Delta) -> None:
-        if kind is Kind.TASKS:
-            delta.removed |= self.tasks.keys()
-            delta.upserts.clear()
-            self.tasks.clear()
-            self._state_counts.clear()
-        elif kind is Kind.ARCHIVE:
-            self.archive.clear()
-            self.archive_records = 0
-        elif kind is Kind.GATE_LINES:
-            delta.touched |= self.gate_latest.keys()
-            self.gate_counts.clear()
-            self.gate_latest.clear()
-            self.gate_stats.clear()
-        elif kind is Kind.CHAINS:
-            delta.touched |= {chain.task_id for chain in self.chains.values()}
-            self.chains.clear()
-            self.last_chain.clear()
-            self.chain_cost = 0.0
-        elif kind is Kind.TASK_METRICS:
-            self.task_metrics.clear()
-        elif kind is Kind.REFLECTIONS:
-            self.reflections.clear()
-            self.reflection_count = 0
-        elif kind is Kind.REVIEWS:
-            self.reviews.clear()
-            self.review_count = 0
-        elif kind is Kind.SLA_EVENTS:
-            delta.touched |= self.sla_latest.keys()
-            self.sla_latest.clear()
-        elif kind is Kind.PHASE_GATES:
-            self.phase_events.clear()
-        elif kind is Kind.DEFERRED:
-            self.proposals.clear()
-        elif kind is Kind.DECISIONS:
-            self.decisions.clear()
-        elif kind is Kind.EXPERIMENTS:
-            self.experiments.clear()
-        elif kind is Kind.ENGINE_EVENTS:
-            self.engine_events.clear()
-            self.engine_event_levels.clear()
 
     def _put_task(self, task: Task, display: str, line: int | None, delta: Delta) -> None:
         if task.state is None:
             self._problem(Problem(display, line,
                                   f"task {task.id}: unknown state '{task.status}' "
                                   "(kept as written)"))
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         self._drop_task(task.id)
         self._state_counts[task.status] += 1
         self.tasks[task.id] = task
@@ -287,143 +158,28 @@ class State:
             del self._state_counts[old.status]
         return True
 
-    def _add(self, kind: Kind, record: Any, display: str, line: int, delta: Delta) -> None:
-        if kind is Kind.TASKS:
-            self._put_task(record, display, line, delta)
-            return
-        delta.sections.add(SECTIONS[kind])
-        if kind is Kind.ARCHIVE:
-            self.archive[record.task_id] = record
-            self.archive_records += 1
-        elif kind is Kind.GATE_LINES:
-            self.gate_counts[record.gate][record.status] += 1
-            self.gate_latest[record.task_id][record.gate] = record
-            self.gate_stats[record.gate].add(record)
-            delta.touched.add(record.task_id)
-        elif kind is Kind.CHAINS:
-            old_chain = self.chains.get(record.chain_id)
-            self.chain_cost -= old_chain.total_cost_usd if old_chain else 0.0
-            self.chain_cost += record.total_cost_usd
-            self.chains[record.chain_id] = record
-            self.last_chain[record.task_id] = record
-            delta.touched.add(record.task_id)
-        elif kind is Kind.TASK_METRICS:
-            self.task_metrics[record.task_id] = record
-        elif kind is Kind.REFLECTIONS:
-            self.reflections[record.task_id].append(record)
-            self.reflection_count += 1
-        elif kind is Kind.REVIEWS:
-            self.reviews[record.task_id].append(record)
-            self.review_count += 1
-        elif kind is Kind.SLA_EVENTS:
-            self.sla_latest[record.entity_id] = record
-            delta.touched.add(record.entity_id)
-        elif kind is Kind.PHASE_GATES:
-            self.phase_events.append(record)
-        elif kind is Kind.DEFERRED:
-            self.proposals[record.proposal_id] = record
-        elif kind is Kind.DECISIONS:
-            self.decisions[record.proposal_id].append(record)
-        elif kind is Kind.EXPERIMENTS:
-            self.experiments.append(record)
-        elif kind is Kind.ENGINE_EVENTS:
-            self.engine_events.append(record)
-            self.engine_event_levels[record.level] += 1
-            self.engine_event_total += 1
-
     # -- task server snapshots ---------------------------------------------------
 
     def apply_server_tasks(self, display: str, records: list[Any], *,
                            complete: bool) -> Delta:
-        """Task records as a task server returned them (its TaskResponse objects).
-
-        `complete`: these are all the tasks there are, so every task not among
-        them is removed, and `display`'s old problems are cleared. Only what
-        differs from the state goes into the Delta, so a full re-sync after a
-        stream gap costs the views nothing when nothing changed.
-        """
-        delta = Delta()
-        if complete and display in self._problems:
-            self._clear_problems(display)
-            delta.sections.add("problems")
-        seen: set[str] = set()
-        for index, raw in enumerate(records, 1):
-            try:
-                if not isinstance(raw, dict):
-                    raise RecordError(f"expected a task object, got {raw!r:.40}")
-                task = task_codec.decode_task(raw)
-            except RecordError as exc:
-                self._problem(Problem(display, index, str(exc)))
-                delta.sections.add("problems")
-                if isinstance(raw, dict) and isinstance(raw.get("id"), str):
-                    seen.add(raw["id"])  # unreadable now is not gone: keep what we had
-                continue
-            seen.add(task.id)
-            if self.tasks.get(task.id) != task:
-                self._put_task(task, display, index, delta)
-        if complete:
-            for task_id in [t for t in self.tasks if t not in seen]:
-                self._drop_task(task_id)
-                delta.upserts.pop(task_id, None)
-                delta.removed.add(task_id)
-        return delta
+        """A task server's tasks (all of them when `complete`): server_state.py."""
+        return server_state.server_tasks(self, display, records, complete=complete)
 
     def remove_task(self, task_id: str) -> Delta:
-        """The task server says this task no longer exists (for this tenant)."""
-        delta = Delta()
-        if self._drop_task(task_id):
-            delta.removed.add(task_id)
-        return delta
+        return server_state.remove_task(self, task_id)
 
     def apply_server_archive(self, display: str, records: list[Any]) -> Delta:
-        """The archive as a task server lists it (replaces what was there)."""
-        delta = Delta(sections={"archive"})
-        self.archive.clear()
-        self.archive_records = 0
-        self._clear_problems(display)
-        for index, raw in enumerate(records, 1):
-            try:
-                if not isinstance(raw, dict):
-                    raise RecordError(f"expected an archive record, got {raw!r:.40}")
-                record = task_codec.decode_archive(raw)
-            except RecordError as exc:
-                self._problem(Problem(display, index, str(exc)))
-                delta.sections.add("problems")
-                continue
-            self.archive[record.task_id] = record
-            self.archive_records += 1
-        return delta
+        return server_state.server_archive(self, display, records)
 
     def apply_server_approvals(self, display: str, items: list[Any]) -> Delta:
-        """A task server's pending approvals (replaces them); section "approvals"."""
-        delta = Delta()
-        found: dict[str, Approval] = {}
-        for index, raw in enumerate(items, 1):
-            try:
-                if not isinstance(raw, dict):
-                    raise RecordError(f"expected an approval object, got {raw!r:.40}")
-                approval = Approval(
-                    task_id=req_str(raw, "task_id"), title=str_or(raw, "task_title", ""),
-                    session_id=str_or(raw, "session_id", ""),
-                    mechanism=str_or(raw, "mechanism", "task_review"),
-                    diff=str_or(raw, "diff", ""), test_summary=str_or(raw, "test_summary", ""),
-                    prompt=str_or(raw, "prompt", ""), unblocks=str_or(raw, "unblocks", ""))
-            except RecordError as exc:
-                self._problem(Problem(display, index, str(exc)))
-                delta.sections.add("problems")
-                continue
-            found[approval.task_id] = approval
-        if found != self.approvals:
-            self.approvals = found
-            delta.sections.add("approvals")
-        return delta
+        return server_state.server_approvals(self, display, items)
 
     # -- whole-file kinds ------------------------------------------------------
 
     def apply_gate_report(self, display: str, obj: dict[str, Any] | None,
                           problem: Problem | None) -> Delta:
         """A runtime/gates/<task>.json file was (re)read; obj None = gone or unreadable."""
-        delta = Delta(sections={"gates"})
+        delta = Delta(sections={Section.GATES})
         self._track(Kind.GATE_REPORT, display, present=obj is not None or problem is not None)
         self._clear_problems(display)
         old = self._gate_report_files.pop(display, None)
@@ -431,13 +187,13 @@ class State:
             self.gate_reports.pop(old, None)
         if problem is not None:
             self._problem(problem)
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         if obj is not None:
             try:
                 report = metric_codec.decode_gate_report(obj)
             except RecordError as exc:
                 self._problem(Problem(display, None, str(exc)))
-                delta.sections.add("problems")
+                delta.sections.add(Section.PROBLEMS)
             else:
                 self.gate_reports[report.task_id] = report
                 self._gate_report_files[display] = report.task_id
@@ -462,25 +218,25 @@ class State:
             self._problem(problem)
         delta = Delta()
         if self.engine_status != before:
-            delta.sections.add("engine_status")
+            delta.sections.add(Section.ENGINE_STATUS)
         if had_problem or problem is not None:
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         return delta
 
     def apply_ticket(self, display: str, parsed: Ticket | TicketError | None) -> Delta:
         """A backlog/open ticket was (re)read; None = the file is gone."""
-        delta = Delta(sections={"backlog"})
+        delta = Delta(sections={Section.BACKLOG})
         self._track(Kind.TICKET, display, present=parsed is not None)
         had_problem = display in self._problems
         self._clear_problems(display)
         self.tickets.pop(display, None)
         if isinstance(parsed, TicketError):
             self._problem(Problem(display, None, parsed.reason))
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         elif parsed is not None:
             self.tickets[display] = parsed
         if had_problem:
-            delta.sections.add("problems")
+            delta.sections.add(Section.PROBLEMS)
         return delta
 
     def _track(self, kind: Kind, display: str, *, present: bool) -> None:

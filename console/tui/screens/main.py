@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, Tabs
 
+from console.sdd.kinds import DETAIL_SECTIONS
 from console.tui.keys import MAIN_BINDINGS, MAIN_KEYS, SCREEN_GROUPS
 from console.tui.screens.narrow import FitsNarrow
 from console.tui.styles import stylesheet
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from console.tui.messages import StateChanged
 
 #: sections whose records the detail tabs show
-DETAIL_SECTIONS = frozenset({"gates", "chains", "reflections", "reviews"})
 #: the main screen's own actions: they need a table to act on
 TABLE_ACTIONS = frozenset(action.split("(")[0] for group, _key, action, *_ in MAIN_KEYS
                           if group in SCREEN_GROUPS and not action.startswith("app."))

@@ -7,6 +7,7 @@ loop); the log is tailed by a thread worker and capped, and keeps SGR colours on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -14,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from console.sdd.paths import Kind
 from console.sdd.sanitize import sgr_only
 
 if TYPE_CHECKING:
@@ -22,8 +24,13 @@ if TYPE_CHECKING:
     from console.sdd.state import State
     from console.sdd.task_live import TaskLive
 
+#: tabs for a JSONL kind kept per task (`kinds.per_task_list`): (key, title, kind, render
+#: the task's records). A new kind's tab is one line here (CONTRIBUTING.md).
+RECORD_TABS: tuple[tuple[str, str, Kind, Callable[[list[Any]], RenderableType]], ...] = ()
+
 TABS = (("summary", "Summary"), ("gates", "Gates"), ("chain", "Chain"),
-        ("reflections", "Reflections"), ("review", "Review"), ("log", "Log"))
+        ("reflections", "Reflections"), ("review", "Review"),
+        *((key, title) for key, title, _kind, _render in RECORD_TABS), ("log", "Log"))
 
 
 class TaskDetail(Vertical):
@@ -83,6 +90,8 @@ class TaskDetail(Vertical):
         self._put("chain", view.chain_view(state, task))
         self._put("reflections", view.reflections_view(list(state.reflections.get(task.id, []))))
         self._put("review", view.review_view(list(state.reviews.get(task.id, []))))
+        for key, _title, kind, render in RECORD_TABS:
+            self._put(key, render(list(state.per_task.get(kind, {}).get(task.id, []))))
 
     def show_live(self, state: State, task_id: str, live: TaskLive) -> None:
         """The selected task's progress, heartbeat and log tail, read by a worker."""

@@ -1,0 +1,32 @@
+"""What one batch of changes did to the State: tasks upserted or removed by id, the
+console's sections (`kinds.Section`) and the tasks whose other records changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from console.model import Task
+
+
+@dataclass(slots=True)
+class Delta:
+    """What one batch of file changes did to the state."""
+
+    upserts: dict[str, Task] = field(default_factory=dict)
+    removed: set[str] = field(default_factory=set)
+    sections: set[str] = field(default_factory=set)  # Section values
+    #: tasks whose gates, SLA or chains changed without a new task record
+    touched: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.upserts or self.removed or self.sections or self.touched)
+
+    def merge(self, other: Delta) -> Delta:
+        for task_id in other.removed:
+            self.upserts.pop(task_id, None)
+        self.removed -= other.upserts.keys()
+        self.removed |= other.removed
+        self.upserts.update(other.upserts)
+        self.sections |= other.sections
+        self.touched |= other.touched
+        return self
