@@ -82,3 +82,9 @@ def test_every_module_imports_only_its_own_layer_or_lower() -> None:
             if RANK[theirs] > RANK[mine] or (RANK[theirs] == RANK[mine] and theirs != mine):
                 offenders.append(f"{source} ({mine}) imports {target} ({theirs})")
     assert sorted(offenders) == []
+
+
+def test_every_module_is_under_400_lines() -> None:
+    long = {str(p.relative_to(REPO)): n for p in sorted((REPO / "console").rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) >= 400}
+    assert long == {}

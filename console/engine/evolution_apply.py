@@ -1,5 +1,4 @@
-"""Applying an evolution proposal through the evolution gate (seed 004, auto-harness),
-and the operator's approve and reject.
+"""Applying an evolution proposal through its gate (seed 004), approve and reject.
 
 Every apply — automatic or approved — goes, in order and stopping at the first
 failure: (0) the file guard: the diff may touch only the configured paths, never
