@@ -84,7 +84,7 @@ def agent_test_mutation(ctx: GateContext) -> Verdict:
         if clean.exit_code != 0:
             return Verdict("skipped", "the changed tests do not pass unmutated (the tests gate "
                                       "says why): nothing to measure")
-        killed, survived = 0, []
+        killed, survived = 0, list[dg.DigestEntry]()
         for rel in sources:
             original = (tree / rel).read_text(encoding="utf-8", errors="replace")
             try:

@@ -158,7 +158,8 @@ def collect_changes(root: Path, base_ref: str) -> Changes:
                           env=git_env())
     base = merge_base.output.strip() if merge_base.exit_code == 0 else tip
     fields = _git(root, "diff", "--name-status", "--no-renames", "-z", base).split("\0")
-    changed, deleted = [], []
+    changed: list[str] = []
+    deleted: list[str] = []
     for kind, name in zip(fields[0::2], fields[1::2], strict=False):
         if not name or name.startswith(".sdd/"):
             continue

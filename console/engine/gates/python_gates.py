@@ -8,6 +8,7 @@ import json
 import re
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 from console.engine.gates import digest as dg
@@ -59,7 +60,7 @@ def lint(ctx: GateContext) -> Verdict:
 
 
 def _findings(run: ToolRun, ctx: GateContext, noun: str, tool: str,
-              metadata: dict[str, object]) -> Verdict:
+              metadata: Mapping[str, object]) -> Verdict:
     """A failed check tool's output, whichever tool it was: counted and digested, the
     details one line; unrecognised output goes to the digest as its last lines."""
     found = recognise(run.output, ctx.root)
@@ -113,6 +114,7 @@ def _junit(path: Path, root: Path) -> tuple[dict[str, int], list[dg.DigestEntry]
         error = case.find("error")
         if failure is not None or error is not None:
             node = failure if failure is not None else error
+            assert node is not None  # one of the two, by the test above
             key = "failed" if failure is not None else "errors"
             counts[key] += 1
             text = (node.get("message") or "") + "\n" + (node.text or "")
@@ -141,19 +143,19 @@ def tests(ctx: GateContext) -> Verdict:
         run = ctx.run(override)
         if (late := _timeout(ctx, run, "tests")) is not None:
             return late
-        found = recognise(run.output, ctx.root)
-        counts = found.counts or {("errors" if k.startswith("error") else k): int(n)
+        recognised = recognise(run.output, ctx.root)
+        counts = recognised.counts or {("errors" if k.startswith("error") else k): int(n)
                                   for n, k in _SUMMARY.findall(run.output)}
         failed = [e.message.split(" failed", 1)[0].split(" error", 1)[0]
-                  for e in found.digest.entries] if found.tool == "pytest" else []
+                  for e in recognised.digest.entries] if recognised.tool == "pytest" else []
         metadata = {"scope": "command", "counts": counts, "failed_tests": failed,
-                    "recognised": found.tool or None}
+                    "recognised": recognised.tool or None}
         summary = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
         if run.exit_code == 0:
             return Verdict("pass", summary or "test command passed", metadata=metadata)
         if not summary:
             summary = f"test command exited {run.exit_code}: {one_line(run.output)}"
-        return Verdict("fail", summary, found.digest.render() or tail(run.output), metadata)
+        return Verdict("fail", summary, recognised.digest.render() or tail(run.output), metadata)
     targets = select_tests(ctx.root, list(ctx.python_files()),
                            [f for f in ctx.deleted if f.endswith('.py')])
     full = bool(ctx.option("tests_full_suite", False))
