@@ -65,7 +65,7 @@ def test_wheel_ships_the_stylesheets_and_finds_them_installed(tmp_path: Path) ->
     wheel = next((tmp_path / "dist").glob("bernstein_tui-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert {"console/styles/base.tcss", "console/styles/main.tcss"} <= set(names)
-    assert "console/cli.py" in names
+    assert "console/cli/__init__.py" in names
     site = tmp_path / "site"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site),

@@ -205,7 +205,7 @@ def test_the_cascade_and_reflection_ran_on_the_worker(cluster: Run) -> None:
 
 
 def test_the_console_header_shows_each_workers_load(cluster: Run) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
     from console.remote.client import ServerClient
     from console.tui.app import ConsoleApp
     from console.tui.widgets.status_bar import StatusBar

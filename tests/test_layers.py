@@ -56,8 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("console.engine", "console.demo")),
     ("remote", ("console.remote",)),
     ("tui", ("console.tui",)),
-    ("cli", ("console.cli", "console.__main__", "console.status_view", "console.run_view",
-             "console.gates_view", "console")),
+    ("cli", ("console.cli", "console.__main__", "console")),
 )
 RANK = {"model": 0, "sdd": 1, "engine": 2, "remote": 2, "tui": 3, "cli": 4}
 

@@ -139,7 +139,7 @@ def test_a_wrong_token_exits_2_for_every_command(real: Served) -> None:
 
 
 def test_z_drains_and_resumes_the_real_server(real: Served) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
     from console.tui.app import ConsoleApp
     from console.tui.widgets.status_bar import StatusBar
 

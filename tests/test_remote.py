@@ -499,7 +499,7 @@ def test_against_a_real_bernstein_server() -> None:
 
 async def test_the_console_on_a_server_follows_it_and_retries_from_the_keyboard(
         server: FakeBernstein, client: ServerClient, tmp_path: Path) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
     from console.tui.app import ConsoleApp
     from console.tui.widgets.task_table import TaskTable
     from tests.test_tui import plain

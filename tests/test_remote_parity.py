@@ -57,7 +57,7 @@ def test_the_header_shows_draining_from_the_server(server: FakeBernstein) -> Non
 
 
 def test_the_console_z_drains_and_resumes(server: FakeBernstein, tmp_path: Path) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
     from console.tui.app import ConsoleApp
     from console.tui.widgets.status_bar import StatusBar
 

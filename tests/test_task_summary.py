@@ -115,7 +115,7 @@ def server() -> Iterator[FakeBernstein]:
 
 async def test_the_same_summary_for_a_task_from_a_server(server: FakeBernstein,
                                                          tmp_path: Path) -> None:
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
 
     dep = server.add("Parser", "failed", result_summary="tests red on the server")
     blocked = server.add("Wire the CLI", "blocked_by_failed_dep", depends_on=[dep],
@@ -144,7 +144,7 @@ async def test_a_server_task_shows_its_progress_agent_and_log_from_the_dashboard
         server: FakeBernstein, tmp_path: Path) -> None:
     """#17.4 for `--server`: progress, the agent and its log come from
     `GET /dashboard/tasks/{id}`, read by a worker when the task is selected."""
-    from console.cli_remote import remote_console_parts
+    from console.cli.remote import remote_console_parts
 
     task_id = server.add("Long job", "claimed", assigned_agent="backend-1f2e",
                          progress_log=[{"timestamp": NOW, "message": "step 1", "percent": 10},

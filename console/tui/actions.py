@@ -17,6 +17,7 @@ from textual import work
 from textual.worker import Worker, WorkerState
 
 from console.sdd.sanitize import display_text
+from console.tui.history import Session
 from console.tui.messages import ActionDone, OperatorRequest
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class OperatorActions(_App):
     engine: Any
     control_factory: Any
     main: Any  # the main screen: its selection is the task a key acts on
+    history: Session
 
     def _control(self) -> Any:
         """In a worker thread: the engine in this process, or whoever owns the project."""
@@ -65,6 +67,7 @@ class OperatorActions(_App):
         self.post_message(ActionDone(request.name, request.call(self._control())))
 
     def on_action_done(self, message: ActionDone) -> None:
+        self.history.action(message.name, message.outcome.ok, message.outcome.message)
         self.notify(message.outcome.message, markup=False, timeout=6,
                     severity="information" if message.outcome.ok else "error")
 

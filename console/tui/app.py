@@ -29,6 +29,7 @@ from console.sdd.state import Delta
 from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
+from console.tui.history import HISTORY, Session
 from console.tui.keys import APP_BINDINGS
 from console.tui.messages import (
     EngineAlert,
@@ -109,6 +110,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         self.project_root: Path = self.source.root or root  # used only where self.local
         self.control_factory = control
         self.read_only = read_only
+        self.history = Session()  # what this console said and did, for the history
         self.want_engine = engine and not read_only
         self.engine: Engine | None = None  # started in a thread; imported lazily
         self.counts: dict[str, int] = {}
@@ -352,4 +354,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         text = display_text(message, multiline=True, limit=NOTE_LIMIT)
         super().notify(text, title=display_text(title, limit=NOTE_LIMIT), severity=severity,
                        timeout=timeout, markup=False)
+        self.history.note(text, severity)
         self.post_message(Noted(text, severity))
+        if isinstance(self.screen, BuiltView) and HISTORY in self.screen.SECTIONS:
+            self.screen.refresh_rows()

@@ -46,6 +46,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Screens", QUALITY_KEY, "quality", "Quality",
      "Quality: success, gates, durations, models, cost", True),
     ("Screens", "p", "problems", "Problems", "Records that could not be read", False),
+    ("Screens", "L", "history", "History", "Event history: engine events, actions and their "
+     "outcomes, SLA, gate blocks, proposals, notifications (newest first, / filters)", False),
     ("Screens", "question_mark,f1", "help", "Help", "This help", True),
     ("App", "ctrl+p", "command_palette", "Palette",
      "Command palette: tasks, proposals, actions", False),

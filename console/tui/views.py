@@ -14,6 +14,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Input
 
 from console.sdd.sanitize import display_text
+from console.tui.history import Session
 from console.tui.task_rows import COLUMNS, QUICK_FILTERS, FilterError, parse_filter
 from console.tui.widgets.lines import Lines
 from console.tui.widgets.task_table import TaskTable
@@ -175,6 +176,7 @@ class ScreenActions(_App):
     read_only: bool
     source: Any
     clock: Any
+    history: Session
 
     def open_proposal(self, proposal_id: str, then: str | None = None) -> None:
         from console.tui.screens.proposals import ProposalsScreen
@@ -204,6 +206,11 @@ class ScreenActions(_App):
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.read_only))
+
+    def action_history(self) -> None:
+        from console.tui.screens.history import HistoryScreen
+
+        self.push_screen(HistoryScreen(self.source, self.history))
 
     def action_problems(self) -> None:
         from console.tui.screens.problems import ProblemsScreen

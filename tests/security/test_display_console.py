@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.command import CommandPalette
 from textual.widgets import Static, TabbedContent
 
+from console.action_rules import escalate_refusal
 from console.tui.app import ConsoleApp
 from console.tui.screens.chains import ChainsScreen
 from console.tui.screens.confirm import ConfirmScreen
@@ -109,6 +110,11 @@ async def test_every_view_shows_the_hostile_corpus_as_text(tmp_path: Path) -> No
                 await pilot.press("n")
             await pilot.press("escape")
             await wait_for(pilot, lambda screen=screen: not isinstance(app.screen, screen))
+        with app.source.lock:  # a task that may be escalated (else e refuses at once)
+            target = next(t.id for t in app.source.state.tasks.values()
+                          if escalate_refusal(t) is None and t.id in table.task_ids)
+        assert table.move_to(target)
+        await wait_for(pilot, lambda: app.selected == target)
         await pilot.press("e")  # escalate: a confirm dialog naming the task
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         _shown(app, "escalate confirm modal")

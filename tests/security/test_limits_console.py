@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from console.cli_remote import remote_console_parts
+from console.cli.remote import remote_console_parts
 from console.remote.client import ServerClient
 from console.tui.app import ConsoleApp
 from console.tui.widgets.task_table import TaskTable

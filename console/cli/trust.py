@@ -3,18 +3,17 @@ project's code (DESIGN §7: `run`, `gates`, `approve`, `evolve`)."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
-from console.cli import EXIT_OK, UsageError
+from console.cli.errors import EXIT_OK, UsageError, warn
 from console.sdd.sanitize import display_text
 from console.sdd.trust import TrustError, check, load_records, revoke, trust, what_runs
 
 
 def _warn(warning: str | None) -> None:
     if warning:
-        print(f"bernstein-tui: warning: {warning}", file=sys.stderr)
+        warn(warning)
 
 
 def require_trust(root: Path, command: str) -> None:
@@ -30,7 +29,7 @@ def record_trust(root: Path, why: str) -> None:
     try:
         record, warning = trust(root)
     except TrustError as exc:
-        print(f"bernstein-tui: warning: {why} not recorded as trusted: {exc}", file=sys.stderr)
+        warn(f"{why} not recorded as trusted: {exc}")
         return
     _warn(warning)
     print(f"trusted {display_text(record.path)} ({why}; config hash {record.digest[:12]})")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
+from console.cli.actions import ACTIONS
+from console.cli.errors import UsageError
+
 #: commands that write to a local project (gates: its run record in .sdd/)
 LOCAL_WRITES = ("run", "gates", *ACTIONS)
 
@@ -31,8 +33,6 @@ def served_refusal(root: Path, args: argparse.Namespace) -> str | None:
 
 def refuse_if_served(root: Path, args: argparse.Namespace) -> None:
     """UsageError (exit 2) with `served_refusal`'s line, when there is one."""
-    from console.cli import UsageError  # cli imports this module first
-
     refusal = served_refusal(root, args)
     if refusal is not None:
         raise UsageError(refusal)
@@ -52,6 +52,6 @@ def before_local_write(root: Path, args: argparse.Namespace) -> None:
     project, or the command would run the project's code and it is not trusted."""
     refuse_if_served(root, args)
     if args.command in ("run", "gates", "approve", "evolve"):  # they run the project's code
-        from console.cli_trust import require_trust
+        from console.cli.trust import require_trust
 
         require_trust(root, args.command)

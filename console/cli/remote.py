@@ -15,13 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli import (  # cli imports this module lazily
-    EXIT_FAILED,
-    EXIT_OK,
-    UsageError,
-    print_json,
-    say,
-)
+from console.cli.actions import ACTIONS, dispatch_action
+from console.cli.errors import EXIT_OK, UsageError, print_json
 
 if TYPE_CHECKING:
     from console.control import Control
@@ -30,7 +25,6 @@ if TYPE_CHECKING:
 
 #: commands that only make sense on a local project
 LOCAL_ONLY = ("init", "run", "gates", "demo", "proposals")
-TASK_ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
 TOKEN_ENV = "BERNSTEIN_AUTH_TOKEN"
 
 
@@ -124,7 +118,7 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
     if as_json:
         print_json(summary)
     else:
-        from console.status_view import print_status
+        from console.cli.views import print_status
 
         print_status(summary, source.describe())
     return EXIT_OK
@@ -152,25 +146,7 @@ def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
         if exc.unreachable:
             raise UsageError(str(exc)) from None
     require_token_accepted(client)
-    control = remote_control(client, None, args.directory)
-    if args.command == "retry":
-        outcome = control.retry(args.task_id)
-    elif args.command == "escalate":
-        outcome = control.escalate(args.task_id, args.model)
-    elif args.command == "cancel":
-        outcome = control.cancel(args.task_id, args.reason)
-    elif args.command == "approve":
-        outcome = control.approve(args.proposal_id, args.reason)
-    elif args.command == "reject":
-        outcome = control.reject(args.proposal_id, args.reason)
-    elif args.command == "pause":
-        outcome = control.pause()
-    elif args.command == "resume":
-        outcome = control.resume()
-    else:
-        outcome = control.evolve()
-    say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)
-    return EXIT_OK if outcome.ok else EXIT_FAILED
+    return dispatch_action(remote_control(client, None, args.directory), args)
 
 
 # -- the console on a server (for the lead's ConsoleApp integration) ---------------
@@ -215,7 +191,7 @@ def run_remote(args: argparse.Namespace) -> int:
     try:
         if args.command == "status":
             return cmd_remote_status(client, args.json)
-        if args.command in TASK_ACTIONS:
+        if args.command in ACTIONS:
             if args.read_only:
                 raise UsageError("--read-only refuses every operator action")
             return cmd_remote_action(client, args)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from console.cli import EXIT_FAILED, EXIT_OK, UsageError, say
+from console.cli.errors import EXIT_FAILED, EXIT_OK, UsageError, say
 from console.sdd.confine import is_safe_id
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _stop_on_signals(stop: Callable[[bool], None]) -> contextlib.AbstractContext
 def cmd_cluster_run(root: Path, args: argparse.Namespace) -> int:
     import hashlib
 
-    from console.cli_remote import require_token_accepted, server_client
+    from console.cli.remote import require_token_accepted, server_client
     from console.engine.cluster_report import Coordinator
     from console.engine.cluster_worker import ClusterWorker
     from console.engine.errors import EngineError

@@ -1,0 +1,254 @@
+"""The commands on a local project: `bernstein-tui [-C DIR] COMMAND` (DESIGN §2)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from console.cli.actions import ACTIONS, dispatch_action
+from console.cli.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    UsageError,
+    print_json,
+    say,
+)
+from console.cli.owner import before_local_write
+
+
+def _project(directory: str) -> Path:
+    root = Path(directory).expanduser()
+    if not root.exists():
+        raise UsageError(f"-C {directory}: no such directory")
+    if not root.is_dir():
+        raise UsageError(f"-C {directory}: not a directory")
+    return root.resolve()
+
+
+def cmd_status(root: Path, as_json: bool) -> int:
+    from console.sdd.source import LocalSource
+    from console.sdd.summary import summarise
+
+    source = LocalSource(root)
+    if not source.exists:
+        raise UsageError(f"{root}: no .sdd/ directory here "
+                         f"(create one with: bernstein-tui -C {root} init)")
+    source.load()
+    summary = summarise(source.state)
+    if as_json:
+        print_json(summary)
+    else:
+        from console.cli.views import print_status
+
+        print_status(summary, str(root))
+    return EXIT_OK
+
+
+def cmd_init(root: Path) -> int:
+    from console.sdd.skeleton import init_project
+
+    # a fresh project only: a bernstein.yaml, .bernstein/ or .sdd/ (tickets) already here
+    # came from someone else, and is trusted with `trust` once read
+    fresh = not any(os.path.lexists(root / name) for name in ("bernstein.yaml", ".bernstein",
+                                                              ".sdd"))
+    created = init_project(root)
+    if created:
+        print(f"created in {root}:")
+        for path in created:
+            print(f"  {path}")
+    else:
+        print(f"{root}: .sdd/ and bernstein.yaml already exist; nothing changed")
+    if fresh:  # its only configuration is the one just written
+        from console.cli.trust import record_trust
+
+        record_trust(root, "init wrote its bernstein.yaml")
+    return EXIT_OK
+
+
+def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
+    from console.cli.views import run_headless
+    from console.engine.errors import EngineError
+    from console.sdd.project_config import ConfigError
+
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be at least 1")
+    try:
+        engine, interrupted = run_headless(root, workers=workers, until_idle=until_idle)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except EngineError as exc:
+        say(f"bernstein-tui: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:  # the engine could not even start writing (a full disk)
+        say(f"bernstein-tui: cannot write .sdd/: {exc.strerror or exc} "
+            f"({exc.filename or root})", sys.stderr)
+        return EXIT_FAILED
+    if engine.writes.problem is not None:  # a full disk: stopped, not idle
+        say(f"bernstein-tui: {engine.writes.problem}", sys.stderr)
+        return EXIT_FAILED
+    return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
+
+
+def cmd_gates(root: Path, as_json: bool) -> int:
+    from console.engine.gates.base import ToolMissing
+    from console.engine.gates.cache import GateCache
+    from console.engine.gates.pipeline import GatePipeline, load_gate_setup
+    from console.engine.gates.plugins import PluginError
+    from console.engine.llm import LlmClient
+    from console.engine.safegit import GitFailed, run_git
+    from console.sdd.gate_config import GateConfigError
+    from console.sdd.gate_records import write_gate_run
+    from console.sdd.metric_codec import encode_gate_report
+    from console.sdd.paths import SddPaths
+    from console.sdd.project_config import ConfigError, load_config
+
+    try:  # the engine's safe git: minimal environment, no repository-run programs
+        run_git(["rev-parse", "--absolute-git-dir"], root, work_tree=False)
+    except (GitFailed, OSError):
+        raise UsageError(f"{root} is not a git repository; gates run on its working-tree "
+                         "diff") from None
+    try:
+        config = load_config(root)
+        setup = load_gate_setup(root, config.raw.get("quality_gates"))
+    except (ConfigError, GateConfigError, PluginError) as exc:
+        raise UsageError(str(exc)) from None
+    paths = SddPaths(root)
+    state = paths.sdd / "caching"  # the run is recorded in .sdd/ too, as the engine's are
+    pipeline = GatePipeline(setup, LlmClient(config.llm),
+                            cache=GateCache(state / "gates", setup.config.cache_max_entries),
+                            state_dir=state, log_dir=paths.sdd / "runtime" / "gate-logs")
+    base_ref = setup.config.base_ref or "HEAD"
+    try:
+        run = pipeline.run(root, task_id="working-tree", title="working tree changes",
+                           base_ref=base_ref)
+    except ToolMissing as exc:
+        raise UsageError(f"cannot diff against base_ref '{base_ref}': {exc}") from None
+    try:  # recorded like the engine's runs, so the console and `status` see it
+        write_gate_run(paths, run.report)
+    except OSError as exc:
+        say(f"bernstein-tui: gate run not recorded in {paths.sdd}/metrics: "
+            f"{exc.strerror or exc}", file=sys.stderr)
+    if as_json:
+        print_json(encode_gate_report(run.report))
+    else:
+        from console.cli.views import print_report
+
+        print_report(run.report)
+    return EXIT_OK if run.report.overall_pass else EXIT_FAILED
+
+
+def cmd_proposals(root: Path, as_json: bool) -> int:
+    from console.sdd.source import LocalSource
+
+    source = LocalSource(root)
+    if not source.exists:
+        raise UsageError(f"{root}: no .sdd/ directory here")
+    source.load()
+    state = source.state
+    pending = set(state.pending_proposals())
+    rows = []
+    for pid in sorted(set(state.proposals) | set(state.decisions)):
+        proposal = state.proposals.get(pid)
+        last = state.decisions[pid][-1] if state.decisions.get(pid) else None
+        rows.append({
+            "proposal_id": pid, "pending": pid in pending,
+            "title": proposal.title if proposal else "",
+            "risk_level": (proposal.risk_level if proposal and proposal.risk_level
+                           else last.risk_level if last else None),
+            "confidence": proposal.confidence if proposal else (last.confidence if last else None),
+            "outcome": last.shown_outcome if last else None,
+            "reviewer": last.reviewer if last else None,
+            "reason": last.reason if last else (proposal.reason if proposal else ""),
+            "target_files": list(proposal.target_files) if proposal else [],
+            "has_diff": bool(proposal and proposal.diff),
+        })
+    if as_json:
+        print_json(rows)
+        return EXIT_OK
+    from console.cli.views import print_proposals
+
+    print_proposals(rows)
+    return EXIT_OK
+
+
+def cmd_action(root: Path, args: argparse.Namespace) -> int:
+    from console.engine.control import local_control
+    from console.engine.errors import OwnedElsewhere
+
+    try:
+        control = local_control(root)
+    except OwnedElsewhere as exc:
+        raise UsageError(str(exc)) from None
+    return dispatch_action(control, args)
+
+
+def cmd_console(root: Path, read_only: bool, engine: bool) -> int:
+    from console.tui.app import ConsoleApp
+
+    app = ConsoleApp(root, read_only=read_only, engine=engine and not read_only)
+    app.run()
+    return app.return_code or EXIT_OK
+
+
+def cmd_demo(target: Path) -> int:
+    from console.demo.project import write_demo
+
+    try:
+        tickets = write_demo(target)
+    except (FileExistsError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"demo project written to {target} ({len(tickets)} tickets in .sdd/backlog/open/)")
+    from console.cli.trust import record_trust
+
+    record_trust(target, "the demo project")
+    print(f"  watch it run:  bernstein-tui -C {target}")
+    print(f"  or headless:   bernstein-tui -C {target} run --until-idle")
+    return EXIT_OK
+
+
+def cmd_demo_console() -> int:
+    """`--demo`: the demo project in a temporary directory, run in the console."""
+    import tempfile
+
+    from console.cli.trust import record_trust
+    from console.demo.project import write_demo
+    from console.tui.app import ConsoleApp
+
+    target = Path(tempfile.mkdtemp(prefix="bernstein-tui-demo-")) / "inventory"
+    write_demo(target)
+    print(f"bernstein-tui demo: project in {target}", file=sys.stderr)
+    record_trust(target, "the demo project")
+    app = ConsoleApp(target, engine=True, demo=True)
+    app.run()
+    print(f"the demo project stays in {target}", file=sys.stderr)
+    return EXIT_OK
+
+
+def run_local(args: argparse.Namespace) -> int:
+    """Every command on the project `-C DIR` (default: .)."""
+    if args.token_file or args.tenant or args.insecure:
+        raise UsageError("--token-file, --tenant and --insecure need --server URL")
+    root = _project(args.directory or ".")
+    if args.command == "trust":
+        from console.cli.trust import cmd_trust
+
+        return cmd_trust(root, revoking=args.revoke, listing=args.list)
+    before_local_write(root, args)  # served elsewhere, or untrusted: exit 2
+    if args.command == "status":
+        return cmd_status(root, args.json)
+    if args.command == "init":
+        return cmd_init(root)
+    if args.command == "run":
+        return cmd_run(root, args.workers, args.until_idle)
+    if args.command == "gates":
+        return cmd_gates(root, args.json)
+    if args.command == "proposals":
+        return cmd_proposals(root, args.json)
+    if args.command in ACTIONS:
+        if args.read_only:
+            raise UsageError("--read-only refuses every operator action")
+        return cmd_action(root, args)
+    return cmd_console(root, args.read_only, not args.no_engine)
