@@ -186,9 +186,9 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] | Mapping[str, tupl
     for section, keys in _MAP_KEYS.items():
         value = options.get(section)
         if isinstance(value, dict):
-            unknown = sorted(set(value) - keys)
-            if unknown:
-                raise GateConfigError(f"quality_gates.{section}.{unknown[0]} is not a known key")
+            extra = sorted(set(value) - keys)
+            if extra:
+                raise GateConfigError(f"quality_gates.{section}.{extra[0]} is not a known key")
     base_ref = options.get("base_ref")
     return QualityGatesConfig(
         enabled=bool(options.get("enabled", True)),

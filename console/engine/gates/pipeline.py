@@ -320,7 +320,7 @@ class GatePipeline:
 
     def run(self, root: Path, *, task_id: str, title: str = "", description: str = "",
             base_ref: str, environ: Mapping[str, str] | None = None,
-            cancel=None, writer_model: str = "") -> PipelineRun:  # type: ignore[no-untyped-def]
+            cancel: threading.Event | None = None, writer_model: str = "") -> PipelineRun:
         started = time.monotonic()
         if not self.config.enabled or not self.config.pipeline:
             return PipelineRun(GateReport(task_id, True, 0, ()), False)

@@ -139,8 +139,8 @@ def pii_scan(ctx: GateContext) -> Verdict:
                 domain = match.group().rsplit("@", 1)[1].lower()
                 if not any(domain == d or domain.endswith("." + d) for d in _RESERVED_DOMAINS):
                     found.append(("e-mail address", match.group()))
-            for match in phonenumbers.PhoneNumberMatcher(line, "US"):
-                found.append(("phone number", match.raw_string))
+            for phone in phonenumbers.PhoneNumberMatcher(line, "US"):
+                found.append(("phone number", phone.raw_string))
             for match in _CARD.finditer(line):
                 digits = re.sub(r"\D", "", match.group())
                 if 13 <= len(digits) <= 19 and luhn.is_valid(digits) and len(set(digits)) > 2:
