@@ -190,10 +190,10 @@ def tests(ctx: GateContext) -> Verdict:
     details = ", ".join(f"{v} {k}" for k, v in totals.items() if v) or "no tests collected"
     digest = dg.build(entries, ctx.root)
     failed = [e.message.split(" failed", 1)[0] for e in entries]
-    metadata = {"scope": scope_run, "selected": targets, "counts": totals, "failed_tests": failed,
-                "fallback": fallback}
+    meta: dict[str, object] = {"scope": scope_run, "selected": targets, "counts": totals,
+                               "failed_tests": failed, "fallback": fallback}
     status = "fail" if totals["failed"] or totals["errors"] else "pass"
-    return Verdict(status, details, digest.render(), metadata)
+    return Verdict(status, details, digest.render(), meta)
 
 
 # -- static analysers ---------------------------------------------------------------------
