@@ -107,6 +107,8 @@ def test_llm_reflections_and_a_review_with_a_deviant_judge(tmp_path: Path) -> No
     assert tasks(root)["REV"].status == "done"
     [reflection] = records(root, "metrics/reflections.jsonl")
     assert reflection["source"] == "llm" and reflection["reused"] is False
+    assert reflection["model"] == "haiku"  # the attempt's model (#20.8), not the reflector's
+    assert reflection["reflected_by"] == "test-judge"
     assert reflection["diagnosis"]["why"] == "os is imported and never used."
     [review] = records(root, "metrics/reviews.jsonl")
     assert review["passed"] is True and review["global_score"] == 4.0
@@ -116,6 +118,7 @@ def test_llm_reflections_and_a_review_with_a_deviant_judge(tmp_path: Path) -> No
     assert len(dropped) == 4 and {s["score"] for s in dropped} == {1.0}
     calls = records(root, "metrics/llm_calls.jsonl")
     assert len(calls) == 4 and all(c["prompt_tokens"] == 100 for c in calls)
+    assert sorted(c["purpose"] for c in calls) == ["reflection", "review", "review", "review"]
     assert "k-" not in json.dumps(calls)
 
 

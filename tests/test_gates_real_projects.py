@@ -134,3 +134,16 @@ def test_pyright_and_pytest_error_output_recognised() -> None:
     assert found.tool == "pytest" and found.counts == {"errors": 1}
     assert found.digest.entries[0].message == \
         "tests/test_x.py error: ModuleNotFoundError: No module named 'nope'"
+
+
+def test_the_whole_suite_runs_when_scoping_selects_no_test(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "quality_gates:\n  tests: true\n")
+    (root / "src" / "calc" / "unused.py").write_text("VALUE = 1\n")  # no test imports it
+    tests = by_name(json.loads(gates(root, "--json").stdout))["tests"]
+    assert tests["status"] == "pass" and tests["details"] == "1 passed"  # was: skipped
+    assert tests["metadata"]["scope"] == "full" and tests["metadata"]["fallback"] is True
+    (root / "bernstein.yaml").write_text("quality_gates:\n  tests: true\n"
+                                         "  tests_scope_fallback: false\n")
+    opted_out = by_name(json.loads(gates(root, "--json").stdout))["tests"]
+    assert opted_out["status"] == "skipped" and "tests_scope_fallback: false" in \
+        opted_out["details"]

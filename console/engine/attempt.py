@@ -41,6 +41,7 @@ from console.engine.gates.base import ToolMissing
 from console.engine.gates.pipeline import GatePipeline
 from console.engine.gitops import GitRepo
 from console.engine.janitor import Janitor
+from console.engine.knowledge import knowledge_section
 from console.engine.orphans import PROJECT_MARKER, SESSION_MARKER, kill_session, proc_start_ticks
 from console.engine.review import MultiJudgeReview
 from console.engine.review import feedback as review_feedback
@@ -188,7 +189,11 @@ class AttemptRunner:
                      SESSION_MARKER: running.session}
         extra_env.update({k: os.environ[k] for k in self.config.agents.env if k in os.environ})
         env = child_env(scrubbed_env(DEFAULT_ENV_ALLOW, extra_env), worktree)
-        prompt = render_prompt(role, task, self.chains.prompt_extra(task))
+        knowledge, problems = knowledge_section(self.paths.root)
+        for problem in problems:
+            self.events.warning(f"{task.id}: knowledge not read: {problem}", task_id=task.id)
+        prompt = render_prompt(role, task, "\n\n".join(
+            p for p in (knowledge, self.chains.prompt_extra(task)) if p))
         ctx = AgentContext(task, prompt, model, effort, attempt, worktree, env)
         try:
             adapter = choose_adapter(task, self.config.agents, env)

@@ -175,7 +175,7 @@ class Janitor:
                      '"feedback": "..."}'))
         user = f"Task: {title}\nRequirement: {instruction}\n\nDiff:\n{diff[:12000]}"
         try:
-            reply = self.llm.chat(system, user, max_tokens=256)
+            reply = self.llm.chat(system, user, max_tokens=256, purpose=kind)
         except LlmUnavailable as exc:
             return False, str(exc)
         text = reply.text.strip()

@@ -194,12 +194,12 @@ class Reflector:
     def _ask(self, base: dict, gate: str, digest: str) -> None:
         user = f"The {gate} check failed. Error digest:\n\n{digest}"
         try:
-            reply = self.llm.chat(SYSTEM, user, max_tokens=700)
+            reply = self.llm.chat(SYSTEM, user, max_tokens=700, purpose="reflection")
             diagnosis = parse_llm_diagnosis(reply.text)
             if diagnosis is None:
                 raise LlmUnavailable("the answer did not have the four sections")
             self._store({**base, "diagnosis": _as_dict(diagnosis), "reused": False,
-                         "source": "llm", "model": reply.model})
+                         "source": "llm", "reflected_by": reply.model})  # model: the attempt's
         except LlmUnavailable as exc:
             self.on_note(f"reflection for {base['task_id']} fell back to rules: {exc}")
             self._store({**base, "diagnosis": _as_dict(rule_diagnosis(gate, digest)),

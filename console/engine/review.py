@@ -159,7 +159,7 @@ class MultiJudgeReview:
         def judge(index: int) -> dict[str, Any] | str:
             model = models[index % len(models)]
             try:
-                reply = self.llm.chat(system, user, max_tokens=800, model=model)
+                reply = self.llm.chat(system, user, max_tokens=800, model=model, purpose="review")
                 return {"judge": f"judge-{index + 1} ({reply.model})",
                         "scores": _parse(reply.text, config.dimensions)}
             except (LlmUnavailable, ValueError, KeyError, TypeError) as exc:

@@ -56,17 +56,20 @@ class GateStats:
 
     runs: int = 0
     passed: int = 0
+    skipped: int = 0  # skipped or bypassed: nothing was judged, so neither pass nor fail
     cached: int = 0
     total_ms: int = 0
-    recent: deque[bool] = field(default_factory=lambda: deque(maxlen=GATE_RECENT))
+    recent: deque[bool | None] = field(default_factory=lambda: deque(maxlen=GATE_RECENT))
 
     def add(self, line: GateLine) -> None:
-        ok = line.status in ("pass", "skipped", "bypassed")
+        judged = line.status not in ("skipped", "bypassed")
+        ok = line.status == "pass"
         self.runs += 1
         self.passed += ok
+        self.skipped += not judged
         self.cached += line.cached
         self.total_ms += max(0, line.duration_ms)
-        self.recent.append(ok)
+        self.recent.append(ok if judged else None)
 
 
 class State(ProblemLog):

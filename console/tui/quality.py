@@ -91,8 +91,9 @@ def quality_of(state: State, buckets: int = 24) -> Quality:
     counts = state.state_counts()
     succeeded = sum(counts[s] for s in SUCCEEDED)
     finished = succeeded + counts["failed"]
-    gates = [GateRow(name, stats.runs, stats.passed / stats.runs if stats.runs else 0.0,
-                     "".join("✓" if ok else "✗" for ok in stats.recent),
+    gates = [GateRow(name, stats.runs, stats.passed / judged if (judged := stats.runs -
+                                                                  stats.skipped) else 0.0,
+                     "".join("–" if ok is None else "✓" if ok else "✗" for ok in stats.recent),
                      stats.total_ms / stats.runs if stats.runs else 0.0,
                      stats.cached / stats.runs if stats.runs else 0.0)
              for name, stats in sorted(state.gate_stats.items())]

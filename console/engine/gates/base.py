@@ -12,6 +12,7 @@ import contextlib
 import functools
 import importlib.metadata
 import importlib.util
+import io
 import os
 import shlex
 import shutil
@@ -124,9 +125,9 @@ def run_tool(argv: Sequence[str], cwd: Path, timeout_s: float, *,
 
     def pump() -> None:
         nonlocal size
-        assert proc.stdout is not None
-        stdout = proc.stdout  # a BufferedReader: read1 returns what has arrived
-        for chunk in iter(lambda: stdout.read1(65536), b""):  # type: ignore[attr-defined]  # typed IO[bytes]
+        stream = proc.stdout
+        assert isinstance(stream, io.BufferedReader)  # Popen(stdout=PIPE), unbuffered=False
+        for chunk in iter(lambda: stream.read1(65536), b""):
             if size < MAX_OUTPUT:
                 chunks.append(chunk)
                 size += len(chunk)

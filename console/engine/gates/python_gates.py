@@ -114,7 +114,7 @@ def _junit(path: Path, root: Path) -> tuple[dict[str, int], list[dg.DigestEntry]
         error = case.find("error")
         if failure is not None or error is not None:
             node = failure if failure is not None else error
-            assert node is not None
+            assert node is not None  # one of the two, by the test above
             key = "failed" if failure is not None else "errors"
             counts[key] += 1
             text = (node.get("message") or "") + "\n" + (node.text or "")
@@ -145,7 +145,7 @@ def tests(ctx: GateContext) -> Verdict:
             return late
         recognised = recognise(run.output, ctx.root)
         counts = recognised.counts or {("errors" if k.startswith("error") else k): int(n)
-                                       for n, k in _SUMMARY.findall(run.output)}
+                                  for n, k in _SUMMARY.findall(run.output)}
         failed = [e.message.split(" failed", 1)[0].split(" error", 1)[0]
                   for e in recognised.digest.entries] if recognised.tool == "pytest" else []
         metadata = {"scope": "command", "counts": counts, "failed_tests": failed,
@@ -155,17 +155,18 @@ def tests(ctx: GateContext) -> Verdict:
             return Verdict("pass", summary or "test command passed", metadata=metadata)
         if not summary:
             summary = f"test command exited {run.exit_code}: {one_line(run.output)}"
-        return Verdict("fail", summary, recognised.digest.render() or tail(run.output),
-                       metadata)
+        return Verdict("fail", summary, recognised.digest.render() or tail(run.output), metadata)
     targets = select_tests(ctx.root, list(ctx.python_files()),
                            [f for f in ctx.deleted if f.endswith('.py')])
     full = bool(ctx.option("tests_full_suite", False))
-    if not targets and not full:
+    # seed 002: when scoping selects nothing, the whole suite runs (opt out to skip instead)
+    fallback = not targets and not full and bool(ctx.option("tests_scope_fallback", True))
+    if not targets and not full and not fallback:
         return Verdict("skipped", "no test file changed and no test imports a changed module "
-                                  "(set tests_full_suite: true to run the whole suite)",
+                                  "(tests_scope_fallback: false)",
                        metadata={"scope": "changed", "selected": []})
     runs = [("changed", targets)] if targets else []
-    if full:
+    if full or fallback:
         runs.append(("full", []))
     totals = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     entries: list[dg.DigestEntry] = []
@@ -189,9 +190,10 @@ def tests(ctx: GateContext) -> Verdict:
     details = ", ".join(f"{v} {k}" for k, v in totals.items() if v) or "no tests collected"
     digest = dg.build(entries, ctx.root)
     failed = [e.message.split(" failed", 1)[0] for e in entries]
-    metadata = {"scope": scope_run, "selected": targets, "counts": totals, "failed_tests": failed}
+    meta: dict[str, object] = {"scope": scope_run, "selected": targets, "counts": totals,
+                               "failed_tests": failed, "fallback": fallback}
     status = "fail" if totals["failed"] or totals["errors"] else "pass"
-    return Verdict(status, details, digest.render(), metadata)
+    return Verdict(status, details, digest.render(), meta)
 
 
 # -- static analysers ---------------------------------------------------------------------

@@ -187,7 +187,8 @@ def intent_verification(ctx: GateContext) -> Verdict:
               "PARTIAL on the first line, then one line why.")
     user = f"Task: {ctx.task_title}\n{ctx.task_description}\n\nDiff:\n{diff}"
     try:
-        reply = ctx.llm.chat(system, user, max_tokens=200, model=settings.get("model"))
+        reply = ctx.llm.chat(system, user, max_tokens=200, model=settings.get("model"),
+                             purpose="intent_verification")
     except LlmUnavailable as exc:
         return Verdict("skipped", f"skipped: {exc}")
     verdict = (reply.text.strip().splitlines() or [""])[0].strip().upper()
