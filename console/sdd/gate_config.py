@@ -28,7 +28,7 @@ _NOT_YET_FLAGS = {g.flag: g.name for g in GATES if not g.built}
 
 _BOOLS = {flag for flag, *_ in DEFAULT_SPECS} | {"enabled", "allow_bypass", "cache_enabled",
                                                  "dead_code_check_unused_imports",
-                                                 "tests_full_suite"}
+                                                 "tests_full_suite", "tests_scope_fallback"}
 _STRINGS = {"lint_command", "type_check_command", "type_checker", "test_command", "base_ref",
             "security_scan_command", "coverage_delta_command", "complexity_check_command",
             "dead_code_command", "import_cycle_command", "auto_format_python_command",
