@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -85,3 +86,23 @@ def test_pause_without_a_running_engine_is_refused_with_the_reason(project: Path
     assert result.returncode == 1
     assert result.stderr.strip() == ("pause: no engine runs this project, "
                                      "so nothing is dispatching")
+
+
+def test_proposals_at_80_columns_never_cut_the_id_approve_needs(tmp_path: Path) -> None:
+    """#19.8: the id column is never wrapped or truncated, so it can be copied into
+    `approve`, however narrow the terminal."""
+    from console.engine.evolution import Proposal, record_proposal, unified_diff
+    from console.sdd.paths import SddPaths
+
+    root = tmp_path / "p"
+    (root / ".sdd").mkdir(parents=True)
+    pid = "EVO-20261124-0123456789abcdef"
+    record_proposal(SddPaths(root), Proposal(pid, "A title long enough to need folding " * 3,
+                                             "policy_update", "why", 0.8, ("bernstein.yaml",),
+                                             unified_diff("bernstein.yaml", "a\n", "b\n")),
+                    "human_review_4h", "L2 — review")
+    done = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "proposals"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    assert pid in done.stdout  # whole, on one line

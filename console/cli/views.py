@@ -117,8 +117,10 @@ def print_report(report: GateReport, console: Console | None = None) -> None:
 def print_proposals(rows: list[dict[str, Any]], console: Console | None = None) -> None:
     """`proposals` without --json: one row per proposal, pending and decided."""
     table = Table(title_justify="left")
-    for column in ("id", "state", "risk", "conf.", "title", "last decision"):
-        table.add_column(column)
+    # the id is what `approve`/`reject` take: never wrapped or cut, whatever the width
+    table.add_column("id", no_wrap=True, overflow="ignore", min_width=8)
+    for column in ("state", "risk", "conf.", "title", "last decision"):
+        table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(data_text(row["proposal_id"], limit=CELL_LIMIT),
                       "! pending" if row["pending"] else "✓ decided",
