@@ -356,5 +356,6 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
                        timeout=timeout, markup=False)
         self.history.note(text, severity)
         self.post_message(Noted(text, severity))
-        if isinstance(self.screen, BuiltView) and HISTORY in self.screen.SECTIONS:
+        if self.screen_stack and isinstance(self.screen, BuiltView) and \
+                HISTORY in self.screen.SECTIONS:
             self.screen.refresh_rows()
