@@ -54,6 +54,21 @@ class TestModals:
     def test_reject_asks_for_a_reason(self, snap_compare: SnapCompare, tmp_path: Path) -> None:
         assert _shot(snap_compare, tmp_path, ("P", "d"), "ReasonScreen")
 
+    @pytest.mark.parametrize("size", [SIZE, SMALL, TINY], ids=["120x40", "80x24", "60x20"])
+    def test_quit_asks_while_agents_work(self, size: tuple[int, int],
+                                         snap_compare: SnapCompare, tmp_path: Path) -> None:
+        """What q asks while two agents run (the recording has no engine, so the dialog
+        is opened as q would open it): stop, detach or cancel, whole at 60x20."""
+        from console.tui.screens.quit_dialog import QuitDialog
+
+        async def run_before(pilot: Pilot[int]) -> None:
+            await settle(pilot, (), "MainScreen")
+            pilot.app.push_screen(QuitDialog(2, detachable=True))
+            await settle(pilot, (), "QuitDialog")
+            no_blink(pilot.app)
+
+        assert snap_compare(frozen_app(tmp_path), terminal_size=size, run_before=run_before)
+
 
 class TestFilter:
     def test_typed_filter_narrows_the_table(self, snap_compare: SnapCompare,

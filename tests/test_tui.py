@@ -180,7 +180,7 @@ async def test_a_second_console_only_watches_and_says_who_owns_it(tmp_path: Path
         app = ConsoleApp(root, engine=True)
         async with app.run_test(size=(120, 30)) as pilot:
             status = app.query_one("#status")
-            await wait_for(pilot, lambda: "watching only" in str(status.render()))
+            await wait_for(pilot, lambda: "not started by this console" in str(status.render()))
             assert f"pid {os.getpid()}" in str(status.render())
             assert app.engine is None
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console.cli.actions import ACTIONS, dispatch_action
 from console.cli.errors import (
@@ -17,6 +18,9 @@ from console.cli.errors import (
     say,
 )
 from console.cli.owner import before_local_write
+
+if TYPE_CHECKING:
+    from console.cli.detach import Detacher
 
 
 def _project(directory: str) -> Path:
@@ -186,10 +190,26 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
 
 
 def cmd_console(root: Path, read_only: bool, engine: bool) -> int:
+    if not engine or read_only:  # no engine of its own: nothing to keep running
+        return _console(root, None, read_only=read_only, engine=False)
+    from console.cli.detach import run_detachable
+
+    return run_detachable(lambda detacher: _console(root, detacher, engine=True))
+
+
+def _console(root: Path, detacher: Detacher | None, *, read_only: bool = False,
+             engine: bool, demo: bool = False) -> int:
+    """The console; when the operator detaches, its engine runs on headless here."""
     from console.tui.app import ConsoleApp
 
-    app = ConsoleApp(root, read_only=read_only, engine=engine and not read_only)
+    app = ConsoleApp(root, read_only=read_only, engine=engine, demo=demo,
+                     can_detach=detacher is not None)
     app.run()
+    if detacher is not None and app.detaching and app.engine is not None:
+        pid = os.getpid()
+        return detacher.carry_on(app.engine, (
+            f"detached: the engine keeps running in the background (pid {pid}); "
+            f"`bernstein-tui -C {root}` re-attaches; `kill {pid}` stops it"))
     return app.return_code or EXIT_OK
 
 
@@ -215,16 +235,17 @@ def cmd_demo_console() -> int:
 
     from console.cli.trust import record_trust
     from console.demo.project import write_demo
-    from console.tui.app import ConsoleApp
 
     target = Path(tempfile.mkdtemp(prefix="bernstein-tui-demo-")) / "inventory"
     write_demo(target)
     print(f"bernstein-tui demo: project in {target}", file=sys.stderr)
     record_trust(target, "the demo project")
-    app = ConsoleApp(target, engine=True, demo=True)
-    app.run()
+    from console.cli.detach import run_detachable
+
+    code = run_detachable(lambda detacher: _console(target, detacher, engine=True,
+                                                    demo=True))
     print(f"the demo project stays in {target}", file=sys.stderr)
-    return EXIT_OK
+    return code
 
 
 def run_local(args: argparse.Namespace) -> int:

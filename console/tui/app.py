@@ -19,7 +19,6 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 
-from console.engine.errors import EngineError, OwnedElsewhere, Untrusted
 from console.engine.lifecycle import on_stop_signals
 from console.model import TaskState
 from console.sdd.sanitize import display_text
@@ -29,6 +28,7 @@ from console.sdd.state import Delta
 from console.sdd.task_live import TaskLive
 from console.tui import settings
 from console.tui.actions import OperatorActions
+from console.tui.engine_host import SUPERVISE_EVERY_S, EngineHost
 from console.tui.history import HISTORY, Session
 from console.tui.keys import APP_BINDINGS
 from console.tui.messages import (
@@ -89,7 +89,7 @@ def _console_commands() -> type[Provider]:
     return ConsoleCommands
 
 
-class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
+class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[int]):
     TITLE = "bernstein-tui"
     CSS_PATH = [stylesheet("base"), stylesheet("screens")]  # the main screen has its own
     BINDINGS = APP_BINDINGS
@@ -99,8 +99,11 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
                  demo: bool = False, clock: Callable[[], float] = time.time,
                  label: str | None = None, source: Source | None = None,
-                 control: Callable[[], object] | None = None) -> None:
+                 control: Callable[[], object] | None = None,
+                 can_detach: bool = False) -> None:
         super().__init__()
+        self._init_engine_host()
+        self.can_detach = can_detach  # the CLI keeps the engine running headless
         self.demo = demo
         self.label = label  # shown instead of the project's path
         self.clock = clock
@@ -147,20 +150,16 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
+        if self.local:
+            self.set_interval(SUPERVISE_EVERY_S, self._supervise_in_thread)
         # SIGHUP (terminal lost) / SIGTERM: stop the engine's agents, then exit
         on_stop_signals(self._stop_engine,
                         lambda code: self.call_from_thread(self.exit, return_code=code))
 
-    def _stop_engine(self) -> None:
-        """In a thread, on SIGHUP/SIGTERM: the engine's agents stopped, its tasks reopened."""
-        if self.engine is not None:
-            self.engine.stop(timeout=10)
-
     def on_unmount(self) -> None:
         self.source.stop()
         self.trace.close()
-        if self.engine is not None:
-            self.engine.stop(timeout=10)
+        self._stop_engine()  # kept running when the operator detached
 
     def watch_theme(self, theme: str) -> None:
         if self._theme_ready:
@@ -178,38 +177,6 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
         except (ValueError, TypeError, ConfigError, OSError):
             return
         self.main.ladder = ladder
-
-    def _start_engine(self) -> None:
-        """In a thread: the engine's start does file and git work."""
-        from console.engine.engine import Engine
-        from console.sdd.project_config import ConfigError
-
-        try:
-            engine = Engine(self.project_root, trusted=self.demo,  # a demo we wrote
-                            on_write_problem=self._write_problem)
-            engine.start(create=False)
-        except Untrusted as exc:  # watch-only until the operator trusts it (t)
-            self.post_message(EngineStatus("engine: off (watch-only)", False,
-                                           f"⚠ {exc} (or press t)"))
-            return
-        except OwnedElsewhere as exc:
-            self.post_message(EngineStatus(f"engine: not started, watching only — {exc}", False))
-            return
-        except (EngineError, ConfigError) as exc:
-            self.post_message(EngineStatus(f"engine: not started — {exc}", False))
-            return
-        except Exception as exc:  # never a traceback at the operator
-            self.post_message(EngineStatus(f"engine: not started — {type(exc).__name__}: "
-                                           f"{exc}", False))
-            return
-        self.engine = engine
-        self.post_message(EngineStatus(
-            f"engine: running, {engine.workers} worker(s), base branch '{engine.repo.base}'",
-            True))
-
-    def _write_problem(self, why: str | None) -> None:
-        """From the engine's thread: what stops it writing (None: it writes again)."""
-        self.post_message(EngineAlert(why or ""))
 
     # -- called in the watcher thread: only compute and post -------------------
 
@@ -340,8 +307,17 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, App[int]):
                         markup=False)
 
     @_while_up
+    def _supervise_in_thread(self) -> None:
+        if self.engine is None:
+            self.run_worker(self._supervise, thread=True, group="supervise", exclusive=True,
+                            exit_on_error=False, name="watching for an engine")
+
+    @_while_up
     def on_engine_status(self, message: EngineStatus) -> None:
-        self.main.show_engine(message.text, message.untrusted)
+        # figures in engine_status.json are another process's unless this console's
+        # engine runs
+        self.main.show_engine(message.text, message.untrusted, own=message.running,
+                              status_live=message.status_live)
 
     def on_source_error(self, message: SourceError) -> None:
         self.notify(message.text, severity="error", timeout=8)

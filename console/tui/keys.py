@@ -51,7 +51,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Screens", "question_mark,f1", "help", "Help", "This help", True),
     ("App", "ctrl+p", "command_palette", "Palette",
      "Command palette: tasks, proposals, actions", False),
-    ("App", "q", "quit", "Quit", "Quit", True),
+    ("App", "q", "quit", "Quit", "Quit; while agents run, asks: stop the engine, detach "
+     "(it keeps running in the background) or cancel", True),
 )
 
 #: keys handled inside widgets and screens, listed on the help screen only
@@ -64,6 +65,7 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Proposals", "enter", "Into the diff (↑ ↓ scroll it; escape: back)"),
     ("Chains", "enter", "Go to the chain's task"),
     ("Any screen", "escape", "Back"),
+    ("App", "ctrl+c ctrl+c", "Twice within 2 s: stop the engine and quit at once"),
 )
 
 #: the groups bound on the main screen; the others are the app's

@@ -39,13 +39,17 @@ class SourceError(Message):
 
 class EngineStatus(Message):
     """The embedded engine started, or could not (and why; `untrusted`: the header's
-    line saying the project is untrusted and how to trust it)."""
+    line saying the project is untrusted and how to trust it). `status_live`: False when
+    `engine_status.json`'s "running" is stale (nobody holds the project); `running` False
+    with a live status: an engine this console did not start runs the project."""
 
-    def __init__(self, text: str, running: bool, untrusted: str = "") -> None:
+    def __init__(self, text: str, running: bool, untrusted: str = "", *,
+                 status_live: bool = True) -> None:
         super().__init__()
         self.text = text
         self.running = running
         self.untrusted = untrusted
+        self.status_live = status_live
 
 
 class EngineAlert(Message):

@@ -127,8 +127,10 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         super().fit_width()
         self.show_view_line()  # its key hint is shorter when narrow
 
-    def show_engine(self, line: str, notice: str = "") -> None:
-        self.query_one(StatusBar).show(engine_line=line, notice=notice)
+    def show_engine(self, line: str, notice: str = "", *, own: bool = True,
+                    status_live: bool = True) -> None:
+        self.query_one(StatusBar).show(engine_line=line, notice=notice, own=own,
+                                       status_live=status_live)
 
     def show_alert(self, text: str) -> None:
         """What stops the engine right now (a full disk), or "" once it is over."""

@@ -31,21 +31,28 @@ def count_parts(counts: dict[str, int]) -> list[str]:
     return [f"{total} tasks:" + (f"{COUNT_GAP}{parts[0]}" if parts else ""), *parts[1:]]
 
 
-def engine_text(header: Header, fallback: str) -> str:
+def engine_text(header: Header, fallback: str, *, own: bool = True,
+                status_live: bool = True) -> str:
+    """The engine's figures from `engine_status.json`, or `fallback` (the console's own
+    line) when there are none or they are stale (`status_live` False: nobody holds the
+    project, whatever the file says). `own` False: not this console's engine."""
     engine = header.engine
-    if engine is None or not engine.running:
+    if engine is None or not engine.running or not status_live:
         return fallback
     paused = "  ⏸ PAUSED (z resumes)" if engine.paused else ""
-    return (f"engine pid {engine.pid}: {engine.busy}/{engine.workers} workers busy"
+    whose = "" if own else " (not started here; keeps running when you quit)"
+    return (f"engine pid {engine.pid}{whose}: {engine.busy}/{engine.workers} workers busy"
             f"{paused}" + (f" · base {engine.base}" if engine.base else ""))
 
 
 def context_parts(where: str, header: Header, engine_line: str, notice: str = "",
-                  alert: str = "") -> list[str]:
+                  alert: str = "", *, own: bool = True, status_live: bool = True
+                  ) -> list[str]:
     """`notice`: why the project is watch-only; `alert`: what stops the engine right now
     (a full disk), shown instead of its figures."""
     parts = [where, *([notice] if notice else []),
-             f"⚠ {alert}" if alert else engine_text(header, engine_line),
+             f"⚠ {alert}" if alert else engine_text(header, engine_line, own=own,
+                                                    status_live=status_live),
              f"cost ${header.cost_usd:.4f}"]
     if header.pending_proposals:
         parts.append(f"! {header.pending_proposals} proposal"
@@ -73,10 +80,12 @@ def pack(parts: list[tuple[str, str]], width: int) -> list[str]:
 
 
 def summary_text(where: str, header: Header, engine_line: str, width: int,
-                 notice: str = "", alert: str = "") -> str:
+                 notice: str = "", alert: str = "", *, own: bool = True,
+                 status_live: bool = True) -> str:
     counts = count_parts(header.counts)
     parts = ([(PART_GAP, part)
-              for part in context_parts(where, header, engine_line, notice, alert)]
+              for part in context_parts(where, header, engine_line, notice, alert,
+                                        own=own, status_live=status_live)]
              + [(PART_GAP, counts[0])] + [(COUNT_GAP, part) for part in counts[1:]])
     # the path, the branch, states and engine messages are data: each part one safe line
     parts = [(gap, display_text(part)) for gap, part in parts]
@@ -93,13 +102,20 @@ class StatusBar(Lines):
         self.alert = ""
         self.header = Header({}, 0, None, 0.0, 0)
         self.notice = ""  # why the project is watch-only (untrusted), and how to trust it
+        self.own = True  # the engine figures are this console's engine's
+        self.status_live = True  # engine_status.json's "running" is not stale
 
     def _width(self) -> int:
         width = self.content_region.width
         return width if width > 0 else max(20, self.app.size.width - 2)
 
     def show(self, header: Header | None = None, engine_line: str | None = None,
-             notice: str | None = None, alert: str | None = None) -> None:
+             notice: str | None = None, alert: str | None = None, *,
+             own: bool | None = None, status_live: bool | None = None) -> None:
+        if own is not None:
+            self.own = own
+        if status_live is not None:
+            self.status_live = status_live
         if header is not None:
             self.header = header
         if engine_line is not None:
@@ -110,7 +126,8 @@ class StatusBar(Lines):
             self.alert = alert
         # most batches change no figure shown here: then nothing is drawn
         self.show_lines(summary_text(self.where, self.header, self.engine_line, self._width(),
-                                     self.notice, self.alert))
+                                     self.notice, self.alert, own=self.own,
+                                     status_live=self.status_live))
         self.set_class(bool(self.notice), "-untrusted")
         self.set_class(self.header.problems > 0 or bool(self.alert), "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
