@@ -60,7 +60,8 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "console", "-C", str(project), "trust"],
                    capture_output=True, env=env, check=True)
     run = subprocess.run([sys.executable, "-m", "console", "-C", str(project), "run",
-                          "--until-idle"], capture_output=True, text=True, timeout=600, env=env)
+                          "--until-idle", "--exit-zero"],  # DEMO-04 fails, as the demo shows
+                         capture_output=True, text=True, timeout=600, env=env)
     if run.returncode != 0:
         print(run.stderr, file=sys.stderr)
         return 1

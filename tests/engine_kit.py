@@ -76,3 +76,13 @@ def until(what: str, check: Callable[[], Any], timeout: float = 240) -> Any:
             return found
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def assert_idle_exit(root: Path, code: int | None, output: str | bytes) -> None:
+    """`run --until-idle`'s exit code: 1, naming them, exactly when tasks ended failed;
+    else 0 (#19.8)."""
+    text = output.decode(errors="replace") if isinstance(output, bytes) else output
+    failed = sorted(tid for tid, task in tasks(root).items() if task.status == "failed")
+    assert code == (1 if failed else 0), (failed, text[-3000:])
+    if failed:
+        assert f"failed: {failed[0]}" in text and "--exit-zero" in text, text[-3000:]

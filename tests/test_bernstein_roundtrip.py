@@ -32,7 +32,7 @@ import pytest
 from console.engine.evolution import Proposal, record_proposal, unified_diff
 from console.sdd.paths import SddPaths
 from console.sdd.task_live import from_detail
-from tests.engine_kit import git, make_repo, tasks, ticket
+from tests.engine_kit import assert_idle_exit, git, make_repo, tasks, ticket
 from tests.test_engine_run import _env, run_cli
 
 VENV = os.environ.get("BERNSTEIN_VENV", "")
@@ -90,13 +90,13 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
            completion_signals=[{"type": "test_passes", "command": f"test -f {flag}"}])
     env = _env(base)
     first = _ours(root, env, "run", "--until-idle", "--workers", "2")
-    assert first.returncode == 0, first.stdout + first.stderr
+    assert_idle_exit(root, first.returncode, first.stdout + first.stderr)
     assert tasks(root)["R1"].status == "failed"
     flag.write_text("go\n")
     retried = _ours(root, env, "retry", "R1")
     assert retried.returncode == 0, retried.stdout + retried.stderr
     second = _ours(root, env, "run", "--until-idle", "--workers", "2")
-    assert second.returncode == 0, second.stdout + second.stderr
+    assert_idle_exit(root, second.returncode, second.stdout + second.stderr)
 
     # evolution: the engine defers three proposals (its own writer), our CLI decides two
     paths = SddPaths(root)

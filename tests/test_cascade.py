@@ -19,7 +19,7 @@ from console.engine.reflection import rule_diagnosis
 from console.engine.review import Dimension, merge_scores
 from console.model import Task
 from console.sdd.tail import JsonlTail
-from tests.engine_kit import git, make_repo, tasks, ticket
+from tests.engine_kit import assert_idle_exit, git, make_repo, tasks, ticket
 from tests.llm_server import llm_server, system_of
 
 LINT_ONLY = "quality_gates:\n  lint: true\n  pii_scan: false\n  dlp_scan: false\n"
@@ -29,7 +29,7 @@ def run(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
                              "--until-idle", "--workers", "2"], capture_output=True, text=True,
                             timeout=600, env={**os.environ, **(env or {})})
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_idle_exit(root, result.returncode, result.stdout + result.stderr)
     return result
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from console.sdd.tail import JsonlTail
-from tests.engine_kit import git, tasks
+from tests.engine_kit import assert_idle_exit, git, tasks
 
 
 def records(root: Path, rel: str) -> list[dict]:
@@ -26,7 +26,7 @@ def test_the_demo_shows_everything_it_promises(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
                           "--until-idle", "--workers", "3"], capture_output=True, text=True,
                          timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert_idle_exit(root, run.returncode, run.stdout + run.stderr)
     state = tasks(root)
     chains = {c["task_id"]: c for c in records(root, "metrics/cascade_chains.jsonl")}
 

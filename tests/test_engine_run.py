@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import trusted
-from tests.engine_kit import agent_log, git, make_repo, tasks, ticket
+from tests.engine_kit import agent_log, assert_idle_exit, git, make_repo, tasks, ticket
 
 
 def _env(base: Path) -> dict[str, str]:
@@ -69,7 +69,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
                                 "contains": "ANALYST-PROMPT for Custom role"}])
     env = _env(base)
     result = run_cli(root, env, "run", "--until-idle", "--workers", "4")
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_idle_exit(root, result.returncode, result.stdout + result.stderr)
     return root, env
 
 
@@ -147,6 +147,6 @@ def test_controls_from_the_cli(project: tuple[Path, dict[str, str]]) -> None:
     assert refused.returncode == 1 and "cancelled, which is terminal" in refused.stderr
     # the escalated task's next attempt really runs on sonnet
     rerun = run_cli(root, env, "run", "--until-idle", "--workers", "2")
-    assert rerun.returncode == 0, rerun.stderr
+    assert_idle_exit(root, rerun.returncode, rerun.stdout + rerun.stderr)
     chain = tasks(root)["M1"].metadata["last_chain"]
     assert chain[0]["model"] == "sonnet"

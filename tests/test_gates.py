@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import trusted
-from tests.engine_kit import git
+from tests.engine_kit import assert_idle_exit, git
 
 CALC_OK = "def add(a: int, b: int) -> int:\n    return a + b\n"
 CALC_BAD = "import os\n\n\ndef add(a: int, b: int) -> int:\n    return a - b\n"
@@ -329,7 +329,7 @@ def test_the_engine_merges_only_what_passes_its_gates(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
                              "--until-idle", "--workers", "2"], capture_output=True, text=True,
                             timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_idle_exit(root, result.returncode, result.stdout + result.stderr)
     state = tasks(root)
     assert state["GOOD"].status == "done"
     assert state["BAD"].status == "failed"

@@ -22,7 +22,7 @@ from console.engine.lock import bernstein_owner
 from console.remote.client import ServerClient
 from console.remote.source import RemoteSource
 from console.sdd.paths import SddPaths
-from tests.engine_kit import git, make_repo, tasks, ticket
+from tests.engine_kit import assert_idle_exit, git, make_repo, tasks, ticket
 from tests.test_bernstein_roundtrip import TOKEN, Project, api, needs_bernstein, served
 from tests.test_engine_run import _env, run_cli
 
@@ -57,7 +57,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
            description="write out/b1.txt")
     env = _env(base)
     first = run_cli(root, env, "run", "--until-idle")
-    assert first.returncode == 0, first.stdout + first.stderr
+    assert_idle_exit(root, first.returncode, first.stdout + first.stderr)
     assert tasks(root)["B1"].status == "blocked_by_failed_dep"
     project = Project(root, base, env)
     with served(project) as url:

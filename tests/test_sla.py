@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.engine_kit import make_repo, tasks, ticket
+from tests.engine_kit import assert_idle_exit, make_repo, tasks, ticket
 
 
 def _run(root: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
                              "--until-idle", "--workers", "2"], capture_output=True, text=True,
                             timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_idle_exit(root, result.returncode, result.stdout + result.stderr)
 
 
 def _events(root: Path) -> list[tuple[str, str]]:

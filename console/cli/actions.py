@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterable
 
-from console.cli.errors import EXIT_FAILED, EXIT_OK, say
+from console.cli.errors import EXIT_FAILED, EXIT_OK, UsageError, say
 from console.control import Control
 
 #: the commands that are operator actions (refused under --read-only)
 ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
+
+
+def resolve_targets(args: argparse.Namespace,
+                    known: Callable[[str], Iterable[str]]) -> None:
+    """A unique prefix of a task or proposal id stands for the id (#19.8): `known(what)`
+    gives the ids of "task" or "proposal", read only when an id was given; several
+    matches are bad usage (exit 2), naming them."""
+    from console.sdd.ids import AmbiguousId, resolve_id
+
+    try:
+        if getattr(args, "task_id", None):
+            args.task_id = resolve_id(args.task_id, known("task"), "task")
+        if getattr(args, "proposal_id", None):
+            args.proposal_id = resolve_id(args.proposal_id, known("proposal"), "proposal")
+    except AmbiguousId as exc:
+        raise UsageError(str(exc)) from None
 
 
 def dispatch_action(control: Control, args: argparse.Namespace) -> int:

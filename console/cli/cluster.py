@@ -159,12 +159,16 @@ def cmd_cluster_run(root: Path, args: argparse.Namespace) -> int:
                                    on_stop=args.on_stop, say=out, remote=args.remote,
                                    engine_echo=lambda e: out(f"· {e.message}"))
             with _stop_on_signals(lambda hard: worker.stop(release_running=hard)):
-                worker.run()
+                failed = worker.run()
         except EngineError as exc:
             say(f"bernstein-tui: {exc}", file=sys.stderr)
             return EXIT_FAILED
         for line in worker.reports.dropped:
             say(f"bernstein-tui: the server refused a report: {line}", file=sys.stderr)
+        if failed and args.until_idle and not args.exit_zero:
+            say(f"bernstein-tui: {failed} task{'s' if failed != 1 else ''} failed on this "
+                "worker (exit 1; --exit-zero exits 0)", file=sys.stderr)
+            return EXIT_FAILED
         return EXIT_OK
     finally:
         client.close()

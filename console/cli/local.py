@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.actions import ACTIONS, dispatch_action
+from console.cli.actions import ACTIONS, dispatch_action, resolve_targets
 from console.cli.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -72,7 +72,8 @@ def cmd_init(root: Path) -> int:
     return EXIT_OK
 
 
-def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
+def cmd_run(root: Path, workers: int | None, until_idle: bool, exit_zero: bool = False
+            ) -> int:
     from console.cli.views import run_headless
     from console.engine.errors import EngineError
     from console.sdd.project_config import ConfigError
@@ -93,7 +94,26 @@ def cmd_run(root: Path, workers: int | None, until_idle: bool) -> int:
     if engine.writes.problem is not None:  # a full disk: stopped, not idle
         say(f"bernstein-tui: {engine.writes.problem}", sys.stderr)
         return EXIT_FAILED
-    return EXIT_INTERRUPTED if interrupted and until_idle else EXIT_OK  # idle never reached
+    if interrupted and until_idle:
+        return EXIT_INTERRUPTED  # idle never reached
+    if until_idle and not exit_zero:
+        from console.model import TaskState
+
+        return failed_exit([t.id for t in engine.store.snapshot()
+                            if t.state is TaskState.FAILED])
+    return EXIT_OK
+
+
+def failed_exit(failed: list[str]) -> int:
+    """`run --until-idle`'s code: 1, saying which, when tasks ended failed (CI reads it;
+    --exit-zero keeps 0)."""
+    if not failed:
+        return EXIT_OK
+    shown = ", ".join(sorted(failed)[:10]) + (f" and {len(failed) - 10} more"
+                                              if len(failed) > 10 else "")
+    say(f"bernstein-tui: {len(failed)} task{'s' if len(failed) != 1 else ''} failed: "
+        f"{shown} (exit 1; --exit-zero exits 0)", sys.stderr)
+    return EXIT_FAILED
 
 
 def cmd_gates(root: Path, as_json: bool) -> int:
@@ -182,11 +202,25 @@ def cmd_action(root: Path, args: argparse.Namespace) -> int:
     from console.engine.control import local_control
     from console.engine.errors import OwnedElsewhere
 
+    resolve_targets(args, lambda what: local_ids(root, what))
     try:
         control = local_control(root)
     except OwnedElsewhere as exc:
         raise UsageError(str(exc)) from None
     return dispatch_action(control, args)
+
+
+def local_ids(root: Path, what: str) -> set[str]:
+    """The task ids in the task log, or the proposal ids (deferred and decided)."""
+    from console.sdd.paths import Kind
+    from console.sdd.source import LocalSource
+
+    source = LocalSource(root)
+    if what == "task":
+        source.load_kinds([Kind.TASKS])
+        return set(source.state.tasks)
+    source.load_kinds([Kind.DEFERRED, Kind.DECISIONS])
+    return set(source.state.proposals) | set(source.state.decisions)
 
 
 def cmd_console(root: Path, read_only: bool, engine: bool) -> int:
@@ -263,7 +297,7 @@ def run_local(args: argparse.Namespace) -> int:
     if args.command == "init":
         return cmd_init(root)
     if args.command == "run":
-        return cmd_run(root, args.workers, args.until_idle)
+        return cmd_run(root, args.workers, args.until_idle, args.exit_zero)
     if args.command == "gates":
         return cmd_gates(root, args.json)
     if args.command == "proposals":

@@ -51,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="agents running at once (default: bernstein.yaml workers, else 2)")
     run.add_argument("--until-idle", action="store_true",
-                     help="exit when nothing is left to run")
+                     help="exit when nothing is left to run: 0 when every task succeeded, "
+                          "1 when any ended failed (for CI)")
+    run.add_argument("--exit-zero", action="store_true",
+                     help="with --until-idle: exit 0 even when tasks failed (the behaviour "
+                          "before failed tasks made it exit 1)")
     from console.cli.cluster import add_run_options  # argparse-level imports only
 
     add_run_options(run)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from console.cli.actions import ACTIONS, dispatch_action
+from console.cli.actions import ACTIONS, dispatch_action, resolve_targets
 from console.cli.errors import EXIT_OK, UsageError, print_json
 
 if TYPE_CHECKING:
@@ -146,7 +146,24 @@ def cmd_remote_action(client: ServerClient, args: argparse.Namespace) -> int:
         if exc.unreachable:
             raise UsageError(str(exc)) from None
     require_token_accepted(client)
+    resolve_targets(args, lambda what: remote_ids(client, what))
     return dispatch_action(remote_control(client, None, args.directory), args)
+
+
+def remote_ids(client: ServerClient, what: str) -> set[str]:
+    """The server's task ids, or the tasks pending its approval (what approve/reject
+    decide there); none when it cannot say (the action then names the error)."""
+    from console.remote.client import ServerError
+    from console.remote.source import RemoteSource
+
+    try:
+        if what == "proposal":
+            return {str(a.get("task_id")) for a in client.approvals() if isinstance(a, dict)}
+        source = RemoteSource(client, events=False)
+        source.sync()
+        return set(source.state.tasks)
+    except ServerError:
+        return set()
 
 
 # -- the console on a server (for the lead's ConsoleApp integration) ---------------

@@ -54,15 +54,24 @@ def check_depth(text: str, limit: int = MAX_YAML_DEPTH) -> None:
     """YamlLimitError when lists and maps nest deeper than `limit`, found from the parser's
     events (an iterative state machine) before anything recursive sees the document."""
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > limit:
-                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
-                raise YamlLimitError(f"lists and maps nested more than {limit} deep (line "
-                                     f"{line})")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > limit:
+                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                    raise YamlLimitError(f"lists and maps nested more than {limit} deep "
+                                         f"(line {line})")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as exc:
+        # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) refuses deep flow nesting while it
+        # scans ahead, before our count sees the events: the same limit, said the same way
+        if "nesting depth" not in str(exc.problem or "") or isinstance(exc, YamlLimitError):
+            raise
+        line = exc.problem_mark.line + 1 if exc.problem_mark is not None else "?"
+        raise YamlLimitError(f"lists and maps nested more than {limit} deep (line "
+                             f"{line})") from None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

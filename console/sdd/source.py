@@ -219,6 +219,14 @@ class LocalSource:
         self.loaded.set()
         return total
 
+    def load_kinds(self, kinds: Iterable[Kind]) -> None:
+        """Only these JSONL kinds, whole: for a command that needs the task or proposal
+        ids, not the metrics."""
+        for kind in kinds:
+            more = True
+            while more and not self._stop.is_set():
+                _delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+
     def _left_to_load(self) -> int:
         """Bytes of JSONL not read yet (a stat per file)."""
         left = 0

@@ -14,7 +14,7 @@ from pathlib import Path
 from console.sdd.trust import trust
 from tests.bernstein_server import FakeBernstein
 from tests.conftest import REPO, run_cli
-from tests.engine_kit import git, make_repo, ticket
+from tests.engine_kit import assert_idle_exit, git, make_repo, ticket
 from tests.security.display_kit import (
     EVIL,
     HOSTILE,
@@ -144,7 +144,7 @@ def test_run_until_idle_prints_hostile_titles_and_agent_output_as_text(
         tmp_path: Path) -> None:
     root = hostile_run_repo(tmp_path)
     result = run_cli("-C", str(root), "run", "--until-idle", "--workers", "1", timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert_idle_exit(root, result.returncode, result.stdout + result.stderr)
     _clean(result, "run --until-idle")
     assert "\\x1b]52;c;" in result.stdout  # the title, and the agent's last line, escaped
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.engine_kit import assert_idle_exit
 from tests.security.display_kit import OSC8_URL, OSC52_PAYLOAD, write_hostile_project
 from tests.security.test_display_commands import hostile_run_repo
 
@@ -108,7 +109,7 @@ def test_run_live_view_writes_no_hostile_sequence(tmp_path: Path) -> None:
                             "--until-idle", "--workers", "1"], REPO, [], timeout=120)
     _assert_no_hostile_sequence(stream, "run --until-idle")
     assert b"Traceback" not in stream and b"MarkupError" not in stream, stream[-3000:]
-    assert code == 0, stream[-3000:]
+    assert_idle_exit(root, code, stream)
     assert b"\\x1b]52;c;" in stream
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from console.engine.orphans import proc_start_ticks
-from tests.engine_kit import make_repo, tasks, ticket
+from tests.engine_kit import assert_idle_exit, make_repo, tasks, ticket
 
 
 def _run(root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,7 @@ def test_a_catastrophic_regex_fails_its_signal_and_the_engine_carries_on(tmp_pat
            completion_signals=[{"type": "file_contains", "path": "fine.txt",
                                 "contains": "/^hello \\d$/"}])
     run = _run(root, tmp_path)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert_idle_exit(root, run.returncode, run.stdout + run.stderr)
     state = tasks(root)
     for task_id, reason in (("R1", "took longer than 2 s"),
                             ("R2", "is not a valid regular expression"),
@@ -64,7 +64,7 @@ def test_good_regex_signal_still_passes(tmp_path: Path) -> None:
            completion_signals=[{"type": "file_contains", "path": "fine.txt",
                                 "contains": "/^hello (?=\\d)\\d$/"}])  # lookahead: not RE2
     run = _run(root, tmp_path)
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert_idle_exit(root, run.returncode, run.stdout + run.stderr)
     assert tasks(root)["OK"].status == "done", tasks(root)["OK"].result_summary
 
 
