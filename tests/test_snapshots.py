@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from console.tui.views import FILTER_DEBOUNCE_S
 from tests.frozen_demo import SHOTS, SIZE, footer_up, frozen_app, no_blink, settle
 
 SMALL = (80, 24)
@@ -39,6 +40,7 @@ def _shot(snap_compare: SnapCompare, tmp_path: Path, keys: tuple[str, ...], scre
         no_blink(pilot.app)
         if typed:
             await pilot.press(*typed)
+            await pilot.pause(FILTER_DEBOUNCE_S * 3)  # typing is applied once it pauses
             await settle(pilot, (), screen)
 
     return snap_compare(frozen_app(tmp_path), terminal_size=size, run_before=run_before)

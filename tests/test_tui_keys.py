@@ -66,7 +66,7 @@ async def test_task_keys_act_only_on_the_main_screen(project: Path) -> None:
             await pilot.press("escape")
             await wait_for(pilot, lambda: app.screen is app.main)
         assert table.rows["t0"].status == "failed"
-        assert app.main.query_one_optional("#filter") is None  # / never opened the filter
+        assert not app.main.query_one("#filter").display  # / never opened the filter
 
 
 async def test_an_empty_project_offers_no_task_keys_until_a_task_comes(project: Path) -> None:
@@ -76,7 +76,7 @@ async def test_an_empty_project_offers_no_task_keys_until_a_task_comes(project: 
         assert not _keys(app.screen) & TASK_KEYS and {"P", "question_mark", "q"} <= _keys(
             app.screen)
         await pilot.press("r", "slash")  # refused quietly: nothing to act on
-        assert app.main.query_one_optional("#filter") is None
+        assert not app.main.query_one("#filter").display
         append(project / ".sdd" / "runtime" / "tasks.jsonl", task_record("n1", "failed"))
         await wait_for(pilot, lambda: _keys(app.screen) >= TASK_KEYS)
         await pilot.press("r")

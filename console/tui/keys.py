@@ -71,7 +71,12 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
 #: the groups bound on the main screen; the others are the app's
 SCREEN_GROUPS = frozenset({"Tasks", "View"})
 
-MAIN_BINDINGS: list[BindingType] = [Binding(key, action, label, show=shown)
+#: keys carried out while the app routes them (before the next key is): `/` focuses
+#: the filter box, so the keys typed right after it are the filter's, never actions
+PRIORITY_KEYS = frozenset({"slash"})
+
+MAIN_BINDINGS: list[BindingType] = [Binding(key, action, label, show=shown,
+                                           priority=key in PRIORITY_KEYS)
                                    for group, key, action, label, _description, shown in MAIN_KEYS
                  if group in SCREEN_GROUPS]
 APP_BINDINGS: list[BindingType] = [Binding(key, action, label, show=shown)

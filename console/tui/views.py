@@ -10,7 +10,9 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.css.query import NoMatches
+from textual.timer import Timer
 from textual.widgets import Input
 
 from console.sdd.sanitize import display_text
@@ -60,11 +62,40 @@ def empty_text(root: Path, exists: bool) -> str:
     )
 
 
+#: typing into the filter applies it this long after the last key (a view over many
+#: rows is computed in a thread: the box keeps up with the keys)
+FILTER_DEBOUNCE_S = 0.08
+
+
+class FilterInput(Input):
+    """The `/` box. Keys reach it in the order typed, but the app routes each key to the
+    widget focused when it takes the key, so keys typed right after Enter are already
+    queued here when Enter closes the box: Enter and Escape act as the box takes them,
+    and a key that arrives once it is closed is handed on (not typed in), to act as
+    typed after the box closed — on the table, with its bindings."""
+
+    def on_key(self, event: events.Key) -> None:
+        screen = self.screen
+        if not isinstance(screen, FilterActions):
+            return
+        if not self.display or not self.has_focus:  # closed: a key meant for what follows
+            event.prevent_default()  # not typed in; it bubbles to the app's bindings
+            return
+        if event.key in ("enter", "escape"):
+            event.prevent_default()
+            event.stop()
+            if event.key == "enter":
+                screen.commit_filter(self.value)
+            else:
+                screen.action_clear_filter()
+
+
 class FilterActions(_Screen):
     selected: str | None
     source: Any
     filter_text: str
     filter_error = ""  # why the text in the filter box means nothing (kept until fixed)
+    _typed_timer: Timer | None = None
 
     # -- filter and sort -----------------------------------------------------------
 
@@ -89,20 +120,31 @@ class FilterActions(_Screen):
         line.show_lines(display_text(text))  # the filter may be pasted
         line.set_class(bool(error), "-error")
 
-    async def action_filter(self) -> None:
-        try:
-            box = self.query_one("#filter", Input)
-        except NoMatches:  # made on first use: nothing to build at start-up
-            box = Input(placeholder="filter: words, state:failed role:qa model:opus p:1 "
-                                    "sla:risk gates:fail, -state:done (Enter: keep, Esc: clear)",
-                        id="filter")
-            await self.query_one("#body").mount(box, before=self.query_one("#view-line"))
+    @staticmethod
+    def filter_box() -> FilterInput:
+        """Composed hidden with the screen: `/` only shows and focuses it, at once."""
+        box = FilterInput(placeholder="filter: words, state:failed role:qa model:opus p:1 "
+                                      "sla:risk gates:fail, -state:done (Enter: keep, Esc: "
+                                      "clear)", id="filter")
+        box.display = False
+        return box
+
+    def action_filter(self) -> None:
+        """`/` (a priority key: the box has the focus before the next key is routed)."""
+        box = self.query_one("#filter", FilterInput)
+        if box.has_focus:  # a `/` typed into the filter is part of it
+            box.insert_text_at_cursor("/")
+            return
         box.display = True
         box.value = self.filter_text
         self.set_focus(box)  # now (focus() is queued): the next keys are the filter's
 
-    def apply_filter(self, text: str) -> bool:
-        """Filter the table; a term that means nothing is said, and the view kept."""
+    def apply_filter(self, text: str, *, off_loop: bool = False) -> bool:
+        """Filter the table; a term that means nothing is said, and the view kept.
+        `off_loop`: a large view is computed in a thread (typing)."""
+        if self._typed_timer is not None:  # what was typed is superseded
+            self._typed_timer.stop()
+            self._typed_timer = None
         table = self.query_one(TaskTable)
         try:
             predicate = parse_filter(text)
@@ -112,16 +154,23 @@ class FilterActions(_Screen):
             return False
         self.filter_text = text.strip()
         self.filter_error = ""
-        table.set_view(predicate, table.sort_key, table.reverse)
+        table.set_view(predicate, table.sort_key, table.reverse, off_loop=off_loop)
         self.show_view_line()
         return True
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "filter":
-            self.apply_filter(event.value)
+        """Keys into the filter: applied once typing pauses, the view built off the loop."""
+        if event.input.id != "filter":
+            return
+        if self._typed_timer is not None:
+            self._typed_timer.stop()
+        value = event.value
+        self._typed_timer = self.set_timer(
+            FILTER_DEBOUNCE_S, lambda: self.apply_filter(value, off_loop=True))
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "filter" and self.apply_filter(event.value):
+    def commit_filter(self, text: str) -> None:
+        """Enter in the filter: applied now, the box closed, the table focused."""
+        if self.apply_filter(text):
             self._close_filter()
 
     def _close_filter(self) -> None:
@@ -133,6 +182,9 @@ class FilterActions(_Screen):
 
     def action_clear_filter(self) -> None:
         box = self.query_one_optional("#filter")
+        if self._typed_timer is not None:
+            self._typed_timer.stop()
+            self._typed_timer = None
         if (box is not None and box.display) or self.filter_text:
             self.apply_filter("")
             self._close_filter()

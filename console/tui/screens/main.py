@@ -74,6 +74,7 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         yield StatusBar(self.where, id="status")
         with Vertical(id="body"):
             yield Static("Reading .sdd/ …", id="empty", markup=False)
+            yield self.filter_box()
             yield Lines("", id="view-line", markup=False)
             yield TaskTable(clock=self.clock, id="tasks")
             yield SlaStrip("", id="sla-strip")

@@ -10,7 +10,7 @@ is cleared and refilled, and 10,000 rows cost what 40 visible lines cost.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rich.cells import cell_len, set_cell_size
@@ -29,6 +29,9 @@ from console.tui.task_rows import COLUMNS, SORT_KEYS, Predicate, TaskRow
 from console.tui.widgets.table_layout import COMPACT_LABELS, Layout, compact_cell, fit
 
 REBUILD_DELAY_S = 0.05
+#: a filtered or sorted view over at least this many rows, asked for with `off_loop`,
+#: is computed in a thread (the filter box keeps up with the keys)
+OFF_LOOP_ROWS = 2000
 PAN_CELLS = 8  # cells → and ← scroll a line too wide for the terminal
 STATE_CLASSES = {
     "failed": "failed", "orphaned": "failed", "abandoned": "failed", "refused": "failed",
@@ -36,6 +39,17 @@ STATE_CLASSES = {
     "blocked": "blocked", "blocked_by_failed_dep": "blocked", "blocked_by_abandon": "blocked",
     "suspended": "blocked", "cancelled": "muted",
 }
+
+
+def view_of(order: Iterable[str], rows: Mapping[str, TaskRow], predicate: Predicate | None,
+            sort_key: str | None, reverse: bool, now: float) -> list[str]:
+    """The ids shown: those `predicate` keeps, in log order or sorted by `sort_key`."""
+    view = [i for i in order if predicate is None or predicate(rows[i], now)]
+    if sort_key is not None:
+        key = SORT_KEYS[sort_key]
+        view.sort(key=lambda i: key(rows[i]),  # type: ignore[arg-type, return-value]  # keys of mixed but comparable kinds
+                  reverse=reverse)
+    return view
 
 
 class TaskTable(ScrollView, can_focus=True):
@@ -86,6 +100,8 @@ class TaskTable(ScrollView, can_focus=True):
         self._readable_cache: dict[tuple[str, str], Style] = {}  # (theme, component)
         self._layout: Layout | None = None
         self._layout_width = 0
+        self._view_asked = 0  # views asked for (the newest one is shown)
+        self._rows_changed = 0  # batches of rows applied
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -113,6 +129,7 @@ class TaskTable(ScrollView, can_focus=True):
         """Rows by task id; None removes the task."""
         if not rows:
             return
+        self._rows_changed += 1
         plain = self.predicate is None and self.sort_key is None
         removed = False
         for task_id, row in rows.items():
@@ -155,9 +172,30 @@ class TaskTable(ScrollView, can_focus=True):
         return Region(0, index - top + 1, self.size.width, 1)
 
     def set_view(self, predicate: Predicate | None, sort_key: str | None,
-                 reverse: bool) -> None:
+                 reverse: bool, *, off_loop: bool = False) -> None:
         self.predicate, self.sort_key, self.reverse = predicate, sort_key, reverse
-        self._rebuild()
+        if not off_loop or len(self._order) < OFF_LOOP_ROWS:
+            self._rebuild()
+            return
+        self._view_asked += 1
+        asked, rows_seen = self._view_asked, self._rows_changed
+        order, rows, now = list(self._order), dict(self.rows), self.clock()
+
+        def compute() -> None:
+            view = view_of(order, rows, predicate, sort_key, reverse, now)
+            self.app.call_from_thread(self._computed, asked, rows_seen, view)
+
+        self.run_worker(compute, thread=True, group="view", exclusive=True,
+                        exit_on_error=False, name="filtering the task table")
+
+    def _computed(self, asked: int, rows_seen: int, view: list[str]) -> None:
+        """A view computed in a thread: shown unless a newer one was asked for; rows
+        that changed meanwhile are put right by a rebuild."""
+        if asked != self._view_asked or not self.is_attached:
+            return
+        self._show_view([task_id for task_id in view if task_id in self.rows])
+        if rows_seen != self._rows_changed:
+            self._schedule_rebuild()
 
     def _schedule_rebuild(self, *, at_once: bool = False) -> None:
         if at_once:
@@ -167,14 +205,12 @@ class TaskTable(ScrollView, can_focus=True):
 
     def _rebuild(self) -> None:
         self._rebuild_timer = None
+        self._view_asked += 1  # a view still being computed in a thread is older
+        self._show_view(view_of(self._order, self.rows, self.predicate, self.sort_key,
+                                self.reverse, self.clock()))
+
+    def _show_view(self, view: list[str]) -> None:
         keep = self.current
-        now = self.clock()
-        predicate = self.predicate
-        view = [i for i in self._order if predicate is None or predicate(self.rows[i], now)]
-        if self.sort_key is not None:
-            key = SORT_KEYS[self.sort_key]
-            view.sort(key=lambda i: key(self.rows[i]),  # type: ignore[arg-type, return-value]  # keys of mixed but comparable kinds
-                      reverse=self.reverse)
         self.view = view
         self._pos = {task_id: index for index, task_id in enumerate(view)}
         if keep is not None and keep in self._pos:
