@@ -160,13 +160,14 @@ class SlaEvent:
 class PhaseGateEvent:
     """One line of metrics/phase_gates.jsonl."""
 
-    event: str  # quality:gate:passed | quality:gate:failed | quality:threshold:failed
+    event: str  # quality:gate:passed | :failed | :released | quality:threshold:failed
     mission_id: str
     gate_name: str | None = None
     reason: str | None = None
     avg_score: float | None = None
     threshold: float | None = None
     timestamp: float | None = None
+    by: str | None = None  # who released a gate (the operator)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from console.cli.errors import EXIT_FAILED, EXIT_OK, UsageError, say
 from console.control import Control
 
 #: the commands that are operator actions (refused under --read-only)
-ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume")
+ACTIONS = ("retry", "escalate", "cancel", "approve", "reject", "evolve", "pause", "resume",
+           "release-gate")
 
 
 def resolve_targets(args: argparse.Namespace,
@@ -47,6 +48,8 @@ def dispatch_action(control: Control, args: argparse.Namespace) -> int:
         outcome = control.pause()
     elif args.command == "resume":
         outcome = control.resume()
+    elif args.command == "release-gate":
+        outcome = control.release_gate(args.mission_id, args.gate_name, args.reason)
     else:
         outcome = control.evolve()
     say(outcome.message, file=sys.stdout if outcome.ok else sys.stderr)

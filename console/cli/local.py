@@ -21,6 +21,7 @@ from console.cli.owner import before_local_write
 
 if TYPE_CHECKING:
     from console.cli.detach import Detacher
+    from console.sdd.state import State
 
 
 def _project(directory: str) -> Path:
@@ -42,6 +43,7 @@ def cmd_status(root: Path, as_json: bool) -> int:
                          f"(create one with: bernstein-tui -C {root} init)")
     source.load()
     summary = summarise(source.state)
+    add_missions(summary, root, source.state)
     if as_json:
         print_json(summary)
     else:
@@ -49,6 +51,27 @@ def cmd_status(root: Path, as_json: bool) -> int:
 
         print_status(summary, str(root))
     return EXIT_OK
+
+
+def add_missions(summary: dict[str, object], root: Path, state: State) -> None:
+    """`missions` (each with its gates, halted or not) and Polpo's `quality` metrics per
+    task, agent and mission; a bernstein.yaml that cannot be read gives no missions and
+    says why in `missions_problems`."""
+    from console.sdd.mission_view import mission_task_ids, missions_view
+    from console.sdd.missions import load_missions
+    from console.sdd.paths import SddPaths
+    from console.sdd.project_config import ConfigError, load_config
+    from console.sdd.quality_metrics import quality_metrics
+
+    problems: list[str] = []
+    try:
+        missions, problems = load_missions(SddPaths(root),
+                                           load_config(root).raw.get("missions"))
+    except ConfigError as exc:
+        missions, problems = [], [str(exc)]
+    summary["missions"] = missions_view(missions, state)
+    summary["missions_problems"] = problems
+    summary["quality"] = quality_metrics(state, mission_task_ids(missions, state))
 
 
 def cmd_init(root: Path) -> int:

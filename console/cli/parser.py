@@ -81,4 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         decision = sub.add_parser(name, help=text)
         decision.add_argument("proposal_id", metavar="PROPOSAL_ID")
         decision.add_argument("--reason", default="", required=name == "reject")
+    gate = sub.add_parser("release-gate", help="release a mission's held or failed phase "
+                                               "gate: its tasks run (recorded, with the reason)")
+    gate.add_argument("mission_id", metavar="MISSION")
+    gate.add_argument("gate_name", metavar="GATE")
+    gate.add_argument("--reason", required=True)
     return parser

@@ -108,6 +108,10 @@ def cmd_remote_status(client: ServerClient, as_json: bool) -> int:
     health = source.check_health()
     source.check_workers()
     summary = summarise(source.state)
+    from console.sdd.quality_metrics import quality_metrics
+
+    summary["missions"] = []  # a Bernstein task server keeps no missions
+    summary["quality"] = quality_metrics(source.state)
     summary["server"] = {
         "url": client.url, "tenant": client.tenant, "health": health.status,
         "latency_ms": round(health.latency_ms, 1) if health.latency_ms is not None else None,

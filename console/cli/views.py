@@ -68,6 +68,12 @@ def print_status(summary: dict[str, Any], where: str, console: Console | None = 
     out.print(f"proposals pending a human decision: {props['pending']} ({pending})",
               markup=False, highlight=False)
 
+    for mission in summary.get("missions", []):
+        gates = ", ".join(f"{g['name']} {g['status']}" for g in mission["gates"]) or "no gates"
+        out.print(display_text(f"mission {mission['id']}: {mission['state']}, "
+                               f"{mission['done']}/{mission['total']} done · gates: {gates}"),
+                  markup=False, highlight=False)
+
     problems = summary["problems"]
     if not problems:
         out.print("problems: none")

@@ -11,12 +11,15 @@ from console.engine import evolution_apply, inbox, operations
 from console.engine.cascade import parse_cascade
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
+from console.engine.events import EventLog
 from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gitops import GitRepo
 from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner, owned_message
+from console.engine.missions import MissionKeeper
 from console.engine.store import TaskStore
 from console.sdd.confine import UnsafePath
+from console.sdd.missions import load_missions
 from console.sdd.paths import SddPaths
 from console.sdd.project_config import ConfigError, load_config
 from console.sdd.trust import check as check_trust
@@ -54,6 +57,10 @@ class EngineControl:
     def resume(self) -> Outcome:
         return self.engine.handle({"action": "resume"})
 
+    def release_gate(self, mission_id: str, gate_name: str, reason: str) -> Outcome:
+        return self.engine.handle({"action": "release_gate", "mission_id": mission_id,
+                                   "gate_name": gate_name, "reason": reason})
+
 
 class InboxControl:
     """Actions on an engine of ours running in another process."""
@@ -90,6 +97,10 @@ class InboxControl:
 
     def resume(self) -> Outcome:
         return self._send({"action": "resume"})
+
+    def release_gate(self, mission_id: str, gate_name: str, reason: str) -> Outcome:
+        return self._send({"action": "release_gate", "mission_id": mission_id,
+                           "gate_name": gate_name, "reason": reason})
 
 
 class FileControl:
@@ -164,6 +175,22 @@ class FileControl:
 
     def resume(self) -> Outcome:
         return Outcome.refused("resume: no engine runs this project (start one with run)")
+
+    def release_gate(self, mission_id: str, gate_name: str, reason: str) -> Outcome:
+        """Recorded now, and the tasks the gate held are let go in the task log."""
+        try:
+            missions, problems = load_missions(self.paths,
+                                               load_config(self.paths.root).raw.get("missions"))
+        except ConfigError as exc:
+            return Outcome.refused(f"bernstein.yaml: {exc}")
+        if problems and not missions:
+            return Outcome.refused(problems[0])
+
+        def release(store: TaskStore) -> Outcome:
+            keeper = MissionKeeper(self.paths, store, EventLog(self.paths), missions)
+            return keeper.release(mission_id, gate_name, reason)
+
+        return self._with_store(release)
 
 
 APPLY_TIMEOUT = 900.0  # an approval runs the tests in a sandbox

@@ -31,7 +31,7 @@ from console.engine.ingest import Ingestor, close_ticket, reconcile_blocked, sat
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
-from console.engine.missions import MissionKeeper, load_missions, mission_deadlines
+from console.engine.missions import MissionKeeper, mission_deadlines
 from console.engine.orphans import PROJECT_MARKER, protect_environment
 from console.engine.preflight import preflight
 from console.engine.recovery import recover
@@ -46,6 +46,7 @@ from console.sdd.fields import brief
 from console.sdd.fileio import append_jsonl, atomic_write_json, atomic_write_text
 from console.sdd.gate_config import GateConfigError
 from console.sdd.metric_codec import encode_engine_status
+from console.sdd.missions import load_missions
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
 from console.sdd.skeleton import init_project

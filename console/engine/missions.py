@@ -1,123 +1,89 @@
-"""Missions and their phase quality gates (seed 003, Polpo).
+"""Keeping missions' phase quality gates (seed 003, Polpo); the format is read by
+console/sdd/missions.py.
 
-A mission (in bernstein.yaml `missions:` or .sdd/missions/*.yaml) lists tasks by
-ticket id or title, `qualityGates` (name, afterTasks, blocksTasks, minScore,
-requireAllPassed, notifyChannels) and a `qualityThreshold`. A gate's blocksTasks
-stay blocked until it passes; it is evaluated once all its afterTasks are
-terminal, at most once; minScore uses the review scores; a failed gate keeps
-them blocked and says why; a mission under its threshold emits
-quality:threshold:failed. Events go to metrics/phase_gates.jsonl; channels:
-`console` (an engine notice) and webhook URLs (an httpx POST, best effort).
+A gate's blocksTasks stay blocked until it passes; it is evaluated once all its
+afterTasks are terminal, at most once; minScore uses the review scores. A failed gate
+halts its mission, as the seed says: its blocksTasks and every task of the mission not
+yet started are held, saying why, until the operator releases the gate (recorded as
+quality:gate:released, with the reason and who). A mission under its threshold emits
+quality:threshold:failed. Events go to metrics/phase_gates.jsonl; channels: `console`
+(an engine notice) and webhook URLs (an httpx POST, best effort).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import yaml
 
+from console.control import Outcome
 from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import SUCCEEDED, Task, TaskState
-from console.sdd.fields import RecordError, brief, to_epoch
-from console.sdd.fileio import append_jsonl, read_regular_file
+from console.sdd.fileio import append_jsonl
+from console.sdd.missions import Mission, PhaseGate
 from console.sdd.paths import Kind, SddPaths
-from console.sdd.safe_yaml import load_yaml
 from console.sdd.tail import JsonlTail
 
 ENDED = frozenset({"done", "closed", "failed", "cancelled", "abandoned", "refused"})
 WEBHOOK_DEADLINE_S = 5.0
+PASSED, FAILED, RELEASED = "quality:gate:passed", "quality:gate:failed", "quality:gate:released"
+#: a gate decided so: its tasks run
+OPENED = frozenset({PASSED, RELEASED})
+#: a mission's tasks that a halt holds (running ones finish)
+HALTABLE = frozenset({TaskState.OPEN, TaskState.BLOCKED})
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseGate:
-    name: str
-    after: tuple[str, ...]
-    blocks: tuple[str, ...]
-    min_score: float | None = None
-    require_all_passed: bool = False
-    channels: tuple[str, ...] = ()
+Decisions = dict[tuple[str, str], str]
 
 
-@dataclass(frozen=True, slots=True)
-class Mission:
-    id: str
-    tasks: tuple[str, ...]
-    gates: tuple[PhaseGate, ...]
-    threshold: float | None = None
-    weights: Mapping[str, float] = field(default_factory=dict)
-    deadline: float | None = None
+def read_decisions(paths: SddPaths) -> tuple[Decisions, Decisions, set[str]]:
+    """From metrics/phase_gates.jsonl: each gate's last decision and its reason by
+    (mission, gate), and the missions whose threshold failure was already said."""
+    decided: Decisions = {}
+    reasons: Decisions = {}
+    threshold_said: set[str] = set()
+    for _, r in JsonlTail(paths.of(Kind.PHASE_GATES)).read().records:
+        if r.get("event") == "quality:threshold:failed":
+            threshold_said.add(str(r.get("mission_id")))
+        elif r.get("gate_name"):
+            key = (str(r.get("mission_id")), str(r["gate_name"]))
+            decided[key] = str(r.get("event"))
+            reasons[key] = str(r.get("reason") or "")
+    return decided, reasons, threshold_said
 
 
-def _names(value: object, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError(f"{where} must be a list")
-    out = []
-    for item in value:
-        if isinstance(item, dict):
-            item = item.get("id") or item.get("title")
-        if not isinstance(item, str | int) or isinstance(item, bool):
-            raise ValueError(f"{where} lists {brief(item)}, not a task id or title")
-        out.append(str(item))
-    return tuple(out)
-
-
-def parse_mission(raw: object, where: str) -> Mission:
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where} must be a map")
-    name = str(raw.get("id") or raw.get("name") or "").strip()
-    if not name:
-        raise ValueError(f"{where} needs a name")
-    gates = []
-    for index, gate in enumerate(raw.get("qualityGates") or raw.get("quality_gates") or []):
-        at = f"{where}.qualityGates[{index}]"
-        if not isinstance(gate, dict) or not gate.get("name"):
-            raise ValueError(f"{at} needs a name")
-        score = gate.get("minScore", gate.get("min_score"))
-        gates.append(PhaseGate(
-            str(gate["name"]), _names(gate.get("afterTasks"), f"{at}.afterTasks"),
-            _names(gate.get("blocksTasks"), f"{at}.blocksTasks"),
-            None if score is None else float(score),
-            bool(gate.get("requireAllPassed", gate.get("require_all_passed", False))),
-            _names(gate.get("notifyChannels"), f"{at}.notifyChannels")))
-    weights = {}
-    for item in raw.get("tasks") or []:
-        if isinstance(item, dict) and "priority" in item:
-            weights[str(item.get("id") or item.get("title"))] = float(item["priority"])
-    threshold = raw.get("qualityThreshold", raw.get("quality_threshold"))
-    deadline = raw.get("deadline")
-    return Mission(name, _names(raw.get("tasks"), f"{where}.tasks"), tuple(gates),
-                   None if threshold is None else float(threshold), weights,
-                   None if deadline is None else to_epoch(f"{where}.deadline", deadline))
-
-
-def load_missions(paths: SddPaths, raw: object) -> tuple[list[Mission], list[str]]:
-    """Missions from bernstein.yaml and .sdd/missions/; (missions, problems)."""
-    missions, problems = [], []
-    for index, item in enumerate(raw if isinstance(raw, list) else []):
-        try:
-            missions.append(parse_mission(item, f"missions[{index}]"))
-        except (ValueError, TypeError) as exc:
-            problems.append(f"bernstein.yaml: {exc}")
-    directory = paths.sdd / "missions"
-    for path in sorted(directory.glob("*.y*ml")) if directory.is_dir() else []:
-        data, problem = read_regular_file(path, paths.display(path), 1024 * 1024)
-        if data is None:
-            problems.append(str(problem))
-            continue
-        try:
-            missions.append(parse_mission(load_yaml(data.decode("utf-8")), paths.display(path)))
-        except (ValueError, TypeError, RecordError, yaml.YAMLError) as exc:
-            problems.append(f"{paths.display(path)}: {exc}")
-    return missions, problems
+def release_gate(paths: SddPaths, missions: list[Mission],
+                 decided: Decisions, mission_id: str, gate_name: str,
+                 reason: str, by: str = "operator") -> Outcome:
+    """The operator's explicit release of a held or failed gate: recorded (who, why),
+    after which its tasks run as if it had passed."""
+    mission = next((m for m in missions if m.id == mission_id), None)
+    if mission is None:
+        known = ", ".join(m.id for m in missions) or "none configured"
+        return Outcome.refused(f"no mission '{mission_id}' (missions: {known})")
+    gate = next((g for g in mission.gates if g.name == gate_name), None)
+    if gate is None:
+        known = ", ".join(g.name for g in mission.gates) or "none"
+        return Outcome.refused(f"mission {mission_id} has no phase gate '{gate_name}' "
+                               f"(gates: {known})")
+    was = decided.get((mission_id, gate_name))
+    if was in OPENED:
+        return Outcome.refused(f"phase gate '{gate_name}' of mission {mission_id} is already "
+                               f"{'passed' if was == PASSED else 'released'}; nothing is held")
+    if not reason.strip():
+        return Outcome.refused("release refused: give a reason (it is recorded)")
+    append_jsonl(paths.of(Kind.PHASE_GATES), [{
+        "timestamp": time.time(), "event": RELEASED, "mission_id": mission_id,
+        "gate_name": gate_name, "reason": reason.strip(), "by": by}])
+    decided[(mission_id, gate_name)] = RELEASED
+    state = "failed" if was == FAILED else "not yet evaluated"
+    return Outcome.done(f"mission {mission_id}: phase gate '{gate_name}' ({state}) released "
+                        f"by {by}: {reason.strip()}; its tasks run")
 
 
 class MissionKeeper:
@@ -129,13 +95,7 @@ class MissionKeeper:
         self.events = events
         self.missions = missions
         self.post = post or _webhook
-        self._decided: dict[tuple[str, str], str] = {}
-        self._threshold_said: set[str] = set()
-        for _, r in JsonlTail(paths.of(Kind.PHASE_GATES)).read().records:
-            if r.get("event") == "quality:threshold:failed":
-                self._threshold_said.add(str(r.get("mission_id")))
-            elif r.get("gate_name"):
-                self._decided[(str(r.get("mission_id")), str(r["gate_name"]))] = str(r["event"])
+        self._decided, self._reasons, self._threshold_said = read_decisions(paths)
         self._reviews = JsonlTail(paths.of(Kind.REVIEWS))
         self._scores: dict[str, float] = {}
         self._outbox: list[tuple[str, dict[str, Any]]] = []  # webhooks, sent after the lock
@@ -165,14 +125,41 @@ class MissionKeeper:
         for url, record in outbox:  # never while holding the task store's lock
             self._deliver(url, record)
 
+    def release(self, mission_id: str, gate_name: str, reason: str,
+                by: str = "operator") -> Outcome:
+        """The operator releases a gate: recorded, and its tasks run from the next tick."""
+        with self.store.lock:
+            outcome = release_gate(self.paths, self.missions, self._decided, mission_id,
+                                   gate_name, reason, by)
+        if outcome.ok:
+            self.tick()
+        return outcome
+
+    def _halt(self, mission: Mission, gate: PhaseGate, reason: str) -> None:
+        """A failed gate halts its mission: every task of it not started is held."""
+        why = (f"blocked: mission {mission.id} halted: phase gate '{gate.name}' failed: "
+               f"{reason} (release the gate to go on)")
+        for ref in (*gate.blocks, *mission.tasks):
+            task = self._resolve(ref)
+            if task is None or task.state not in HALTABLE:
+                continue
+            holder = task.metadata.get("held_by")
+            if holder in (None, gate.name) and task.result_summary != why:
+                self.store.update(task.id, result_summary=why, metadata={"held_by": gate.name})
+
     def _gate(self, mission: Mission, gate: PhaseGate) -> None:
         decided = self._decided.get((mission.id, gate.name))
-        blocks = [t for ref in gate.blocks if (t := self._resolve(ref)) is not None]
-        if decided == "quality:gate:passed":
-            for task in blocks:
-                if task.metadata.get("held_by") == gate.name:
+        if decided in OPENED:
+            for ref in (*gate.blocks, *mission.tasks):
+                task = self._resolve(ref)
+                if task is not None and task.metadata.get("held_by") == gate.name:
                     self._release(task)
             return
+        if decided == FAILED:  # halted until released; tasks ingested since are held too
+            self._halt(mission, gate, self._reasons.get((mission.id, gate.name))
+                       or "see metrics/phase_gates.jsonl")
+            return
+        blocks = [t for ref in gate.blocks if (t := self._resolve(ref)) is not None]
         for task in blocks:
             holder = task.metadata.get("held_by")
             if holder and holder != gate.name:
@@ -186,16 +173,17 @@ class MissionKeeper:
         if not after or any(t is None or t.status not in ENDED for t in after):
             return
         reason, avg = self._verdict(gate, [t for t in after if t is not None])
-        event = "quality:gate:failed" if reason else "quality:gate:passed"
+        event = FAILED if reason else PASSED
         record = {"timestamp": time.time(), "event": event, "mission_id": mission.id,
                   "gate_name": gate.name, "reason": reason, "avg_score": avg}
         append_jsonl(self.paths.of(Kind.PHASE_GATES), [record])
         self._decided[(mission.id, gate.name)] = event
         if reason:
-            for task in blocks:
-                self._hold(task, gate, f"blocked: phase gate '{gate.name}' failed: {reason}")
-            self.events.warning(f"mission {mission.id}: phase gate '{gate.name}' failed — "
-                                f"{reason}")
+            self._reasons[(mission.id, gate.name)] = reason
+            self._halt(mission, gate, reason)
+            self.events.warning(f"mission {mission.id} halted: phase gate '{gate.name}' "
+                                f"failed — {reason} (release it from the Missions screen or "
+                                f"`release-gate {mission.id} {gate.name} --reason …`)")
         else:
             for task in blocks:
                 self._release(task)
@@ -221,11 +209,16 @@ class MissionKeeper:
 
     def holder(self, task_id: str, title: str) -> str | None:
         """The gate that must hold a task being created (ingestion creates it blocked:
-        Bernstein's table has no open → blocked edge)."""
+        Bernstein's table has no open → blocked edge): one it waits behind, or a failed
+        one that halted its mission."""
         for mission in self.missions:
             for gate in mission.gates:
-                if (task_id in gate.blocks or title in gate.blocks) and self._decided.get(
-                        (mission.id, gate.name)) != "quality:gate:passed":
+                decided = self._decided.get((mission.id, gate.name))
+                if decided in OPENED:
+                    continue
+                if task_id in gate.blocks or title in gate.blocks:
+                    return gate.name
+                if decided == FAILED and (task_id in mission.tasks or title in mission.tasks):
                     return gate.name
         return None
 

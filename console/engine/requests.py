@@ -78,6 +78,10 @@ def handle(engine: Engine, request: dict[str, object]) -> Outcome:
     elif action == "resume":
         engine.paused = False
         outcome = Outcome.done("engine resumed")
+    elif action == "release_gate":
+        outcome = engine.missions.release(
+            str(request.get("mission_id") or ""), str(request.get("gate_name") or ""),
+            str(request.get("reason") or ""), str(request.get("requested_by") or "operator"))
     else:
         outcome = Outcome.refused(f"unknown action '{action}'")
     engine.events.emit("info" if outcome.ok else "warning", outcome.message,

@@ -142,6 +142,11 @@ class RemoteControl:
 
     # -- the server ------------------------------------------------------------
 
+    def release_gate(self, mission_id: str, gate_name: str, reason: str) -> Outcome:
+        return Outcome.refused("release-gate: a Bernstein task server keeps no phase gates "
+                               "(missions are the console's engine's); release them on the "
+                               "project the engine runs")
+
     def evolve(self) -> Outcome:
         return Outcome.refused("evolve: a Bernstein task server has no route for it; run "
                                "`bernstein evolve run` on the server's host")

@@ -208,7 +208,8 @@ def decode_sla_event(d: Mapping[str, Any]) -> SlaEvent:
     )
 
 
-PHASE_EVENTS = frozenset({"quality:gate:passed", "quality:gate:failed", "quality:threshold:failed"})
+PHASE_EVENTS = frozenset({"quality:gate:passed", "quality:gate:failed", "quality:gate:released",
+                          "quality:threshold:failed"})
 
 
 def decode_phase_event(d: Mapping[str, Any]) -> PhaseGateEvent:
@@ -220,6 +221,7 @@ def decode_phase_event(d: Mapping[str, Any]) -> PhaseGateEvent:
         avg_score=opt_float(d, "avg_score"),
         threshold=opt_float(d, "threshold"),
         timestamp=opt_epoch(d, "timestamp"),
+        by=opt_str(d, "by"),
     )
 
 

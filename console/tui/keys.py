@@ -46,6 +46,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Screens", QUALITY_KEY, "quality", "Quality",
      "Quality: success, gates, durations, models, cost", True),
     ("Screens", "p", "problems", "Problems", "Records that could not be read", False),
+    ("Screens", "m", "missions", "Missions", "Missions and their phase gates: waiting, "
+     "passed, failed (mission halted), released; a releases the selected gate", False),
     ("Screens", "L", "history", "History", "Event history: engine events, actions and their "
      "outcomes, SLA, gate blocks, proposals, notifications (newest first, / filters)", False),
     ("Screens", "question_mark,f1", "help", "Help", "This help", True),
@@ -63,6 +65,7 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Detail", "tab, ← →", "Move focus to the tabs and switch tab"),
     ("Proposals", "a / d", "Approve (confirm) / decline: reject, with a reason"),
     ("Proposals", "enter", "Into the diff (↑ ↓ scroll it; escape: back)"),
+    ("Missions", "a / enter", "Release the selected gate (with a reason) / go to its task"),
     ("Chains", "enter", "Go to the chain's task"),
     ("Any screen", "escape", "Back"),
     ("App", "ctrl+c ctrl+c", "Twice within 2 s: stop the engine and quit at once"),

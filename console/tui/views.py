@@ -248,6 +248,11 @@ class ScreenActions(_App):
 
         self.push_screen(ChainsScreen(self.source))
 
+    def action_missions(self) -> None:
+        from console.tui.screens.missions import MissionsScreen
+
+        self.push_screen(MissionsScreen(self.source))
+
     def action_quality(self) -> None:
         from console.tui.screens.quality import QualityScreen
 

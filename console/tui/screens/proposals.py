@@ -65,16 +65,17 @@ def proposal_detail(state: State, pid: str) -> Group:
 class ReasonScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, verb: str = "Reject") -> None:
         super().__init__()
         self.question = question
+        self.verb = verb
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm"):
             yield Static(display_text(self.question, multiline=True), id="confirm-question",
                          markup=False)
             yield Input(placeholder="the reason (required)", id="reason")
-            yield Button("Reject", id="reject", variant="warning")
+            yield Button(self.verb, id="reject", variant="warning")
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
@@ -90,7 +91,8 @@ class ReasonScreen(ModalScreen[str | None]):
         if reason:
             self.dismiss(reason)
         else:
-            self.notify("a rejection needs a reason", severity="warning")
+            self.notify(f"{self.verb.lower()}: a reason is needed (it is recorded)",
+                        severity="warning")
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)
