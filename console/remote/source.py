@@ -240,6 +240,10 @@ class RemoteSource:
     def health_line(self) -> str:
         return self.health.line()
 
+    def load_progress(self) -> tuple[int, int] | None:
+        """A server's first sync is a few pages, with no byte total to show."""
+        return None
+
     def task_live(self, task_id: str) -> TaskLive:
         """Progress, agent status and log tail from `GET /dashboard/tasks/{id}` (a
         thread's job); a refusal is the problem line, never an exception."""

@@ -54,6 +54,7 @@ class LocalSource:
         self.loaded = threading.Event()
         self.shown = threading.Event()  # set by the console once the first rows are on screen
         self._signatures: dict[str, Signature] = {}  # by absolute path
+        self._load_total = 0  # bytes of JSONL the first full read has to read
 
     @property
     def exists(self) -> bool:
@@ -188,6 +189,7 @@ class LocalSource:
         moment the load takes; the last record wins as soon as it is read.
         """
         total = Delta()
+        self._load_total = self._jsonl_bytes()
 
         def step(delta: Delta) -> None:
             if on_step is not None and delta:
@@ -218,6 +220,23 @@ class LocalSource:
         step(self._sync_dir(Kind.GATE_REPORT))
         self.loaded.set()
         return total
+
+    def _jsonl_bytes(self) -> int:
+        size = 0
+        for tail in self.tails.values():
+            try:
+                size += tail.path.stat().st_size
+            except OSError:
+                continue
+        return size
+
+    def load_progress(self) -> tuple[int, int] | None:
+        """(bytes read, bytes to read) while the first full read runs; None before it
+        starts and once it is done (read from another thread: two ints, no lock)."""
+        if self.loaded.is_set() or not self._load_total:
+            return None
+        done = sum(tail.offset for tail in list(self.tails.values()))
+        return min(done, self._load_total), self._load_total
 
     def load_kinds(self, kinds: Iterable[Kind]) -> None:
         """Only these JSONL kinds, whole: for a command that needs the task or proposal

@@ -45,6 +45,11 @@ class Source(Protocol):
         the source is a local project."""
         ...
 
+    def load_progress(self) -> tuple[int, int] | None:
+        """(bytes read, bytes to read) while the first full read runs, for the header's
+        "reading" line; None when there is no such figure (done, or a server)."""
+        ...
+
     def task_live(self, task_id: str) -> TaskLive:
         """Progress, last heartbeat and agent log of one task (a worker thread's job)."""
         ...

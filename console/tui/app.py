@@ -60,6 +60,8 @@ FIRST_PAINT_FALLBACK_S = 1.0  # the footer comes in by then even if no data has
 #: while its agent works
 LIVE_EVERY_S = 2
 FOLLOWED = frozenset({TaskState.CLAIMED, TaskState.IN_PROGRESS})
+#: the header's "reading .sdd/" line is brought up to date this often while it reads
+READING_EVERY_S = 0.25
 NOTE_LIMIT = 1000  # characters of a notification (it may quote a 10,000-character title)
 
 
@@ -145,6 +147,7 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
         """The main screen is up: the source's rows have somewhere to go."""
         self.set_timer(FIRST_PAINT_FALLBACK_S, self._after_first_paint)  # if nothing comes
         self.set_interval(LIVE_EVERY_S, self._follow_live)
+        self._reading_timer = self.set_interval(READING_EVERY_S, self._show_reading)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
         self.run_worker(self._read_ladder, thread=True, exit_on_error=False, name="ladder")
         if self.want_engine:
@@ -264,6 +267,14 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
     @_while_up
     def on_main_screen_selected(self, message: MainScreen.Selected) -> None:
         self._refresh_live()
+
+    @_while_up
+    def _show_reading(self) -> None:
+        """While the first full read runs: how far it is (two ints, no file read here)."""
+        progress = self.source.load_progress()
+        self.main.show_reading(progress)
+        if progress is None and self.source.loaded.is_set():
+            self._reading_timer.stop()
 
     @_while_up
     def _follow_live(self) -> None:

@@ -133,6 +133,10 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         self.query_one(StatusBar).show(engine_line=line, notice=notice, own=own,
                                        status_live=status_live)
 
+    def show_reading(self, progress: tuple[int, int] | None) -> None:
+        """The first full read's progress in the header (None: done)."""
+        self.query_one(StatusBar).show(reading=progress)
+
     def show_alert(self, text: str) -> None:
         """What stops the engine right now (a full disk), or "" once it is over."""
         self.query_one(StatusBar).show(alert=text)

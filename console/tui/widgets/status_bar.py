@@ -45,15 +45,25 @@ def engine_text(header: Header, fallback: str, *, own: bool = True,
             f"{paused}" + (f" · base {engine.base}" if engine.base else ""))
 
 
+def reading_text(progress: tuple[int, int]) -> str:
+    """The first full read, as it goes: the figures beside it are so far, not final."""
+    done, total = progress
+    return (f"⏳ reading .sdd/: {done / 1e6:.1f} of {total / 1e6:.1f} MB "
+            f"({done / total:.0%}) — figures so far")
+
+
 def context_parts(where: str, header: Header, engine_line: str, notice: str = "",
-                  alert: str = "", *, own: bool = True, status_live: bool = True
-                  ) -> list[str]:
+                  alert: str = "", *, own: bool = True, status_live: bool = True,
+                  reading: tuple[int, int] | None = None) -> list[str]:
     """`notice`: why the project is watch-only; `alert`: what stops the engine right now
-    (a full disk), shown instead of its figures."""
-    parts = [where, *([notice] if notice else []),
+    (a full disk), shown instead of its figures; `reading`: (bytes read, total) while
+    the first read runs — cost and counts are marked as not final."""
+    so_far = "~" if reading else ""
+    parts = [where, *([reading_text(reading)] if reading else []),
+             *([notice] if notice else []),
              f"⚠ {alert}" if alert else engine_text(header, engine_line, own=own,
                                                     status_live=status_live),
-             f"cost ${header.cost_usd:.4f}"]
+             f"cost {so_far}${header.cost_usd:.4f}"]
     if header.pending_proposals:
         parts.append(f"! {header.pending_proposals} proposal"
                      f"{'s' if header.pending_proposals != 1 else ''} pending (P)")
@@ -81,11 +91,14 @@ def pack(parts: list[tuple[str, str]], width: int) -> list[str]:
 
 def summary_text(where: str, header: Header, engine_line: str, width: int,
                  notice: str = "", alert: str = "", *, own: bool = True,
-                 status_live: bool = True) -> str:
+                 status_live: bool = True, reading: tuple[int, int] | None = None) -> str:
     counts = count_parts(header.counts)
+    if reading and counts:
+        counts[0] = "~" + counts[0]  # "~1234 tasks:" until the read is done
     parts = ([(PART_GAP, part)
               for part in context_parts(where, header, engine_line, notice, alert,
-                                        own=own, status_live=status_live)]
+                                        own=own, status_live=status_live,
+                                        reading=reading)]
              + [(PART_GAP, counts[0])] + [(COUNT_GAP, part) for part in counts[1:]])
     # the path, the branch, states and engine messages are data: each part one safe line
     parts = [(gap, display_text(part)) for gap, part in parts]
@@ -104,6 +117,7 @@ class StatusBar(Lines):
         self.notice = ""  # why the project is watch-only (untrusted), and how to trust it
         self.own = True  # the engine figures are this console's engine's
         self.status_live = True  # engine_status.json's "running" is not stale
+        self.reading: tuple[int, int] | None = None  # the first full read's progress
 
     def _width(self) -> int:
         width = self.content_region.width
@@ -111,7 +125,11 @@ class StatusBar(Lines):
 
     def show(self, header: Header | None = None, engine_line: str | None = None,
              notice: str | None = None, alert: str | None = None, *,
-             own: bool | None = None, status_live: bool | None = None) -> None:
+             own: bool | None = None, status_live: bool | None = None,
+             reading: tuple[int, int] | bool | None = False) -> None:
+        """`reading`: the read's (done, total), None once it is over; False: unchanged."""
+        if reading is not False:
+            self.reading = reading if isinstance(reading, tuple) else None
         if own is not None:
             self.own = own
         if status_live is not None:
@@ -127,7 +145,8 @@ class StatusBar(Lines):
         # most batches change no figure shown here: then nothing is drawn
         self.show_lines(summary_text(self.where, self.header, self.engine_line, self._width(),
                                      self.notice, self.alert, own=self.own,
-                                     status_live=self.status_live))
+                                     status_live=self.status_live, reading=self.reading))
+        self.set_class(self.reading is not None, "-reading")
         self.set_class(bool(self.notice), "-untrusted")
         self.set_class(self.header.problems > 0 or bool(self.alert), "-problems")
         self.set_class(bool(self.header.engine and self.header.engine.paused), "-paused")
