@@ -40,7 +40,11 @@ def _shot(snap_compare: SnapCompare, tmp_path: Path, keys: tuple[str, ...], scre
         no_blink(pilot.app)
         if typed:
             await pilot.press(*typed)
-            await pilot.pause(FILTER_DEBOUNCE_S * 3)  # typing is applied once it pauses
+            main = pilot.app.screen
+            for _ in range(200):  # typing is applied once it pauses: until it is
+                if main.filter_text == typed.strip() or main.filter_error:
+                    break
+                await pilot.pause(FILTER_DEBOUNCE_S)
             await settle(pilot, (), screen)
 
     return snap_compare(frozen_app(tmp_path), terminal_size=size, run_before=run_before)

@@ -4,8 +4,9 @@ per-dimension averages, retries and fix attempts consumed, deadlines met and mis
 
 From what the project records: an assessment is a review (metrics/reviews.jsonl); a fix
 attempt is a further attempt on the same model after a failed one (the cascade's "retry
-on this tier" with the failure as feedback, an AutoFixer pass included); a retry is any
-other further attempt (an escalation to another model) plus each operator retry;
+on this tier" with the failure as feedback, an AutoFixer pass included); the retries are
+the task's `retry_count` (every further attempt, Bernstein's count: escalations and
+operator retries) less its fix attempts;
 deadlines from the SLA verdicts (sla:met / sla:violated). The agent of a task is its role
 and the model of its last attempt.
 """
@@ -87,7 +88,8 @@ def task_metrics(state: State, task_id: str) -> Metrics:
     fixes, escalations = _attempts(state.last_chain.get(task_id))
     task = state.tasks.get(task_id)
     metrics.fixes = fixes
-    metrics.retries = escalations + (task.retry_count if task is not None else 0)
+    metrics.retries = max(task.retry_count - fixes, escalations) if task is not None \
+        else escalations
     verdict = state.sla_latest.get(task_id)
     if verdict is not None and verdict.event == "sla:met":
         metrics.deadlines_met = 1
