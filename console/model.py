@@ -139,7 +139,7 @@ def effort_of(model: str) -> str:
 
 #: a gate result's status and its glyph (the word is always shown beside it)
 GATE_GLYPHS: MappingProxyType[str, str] = MappingProxyType(
-    {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "⏱", "skipped": "–", "bypassed": "↷"})
+    {"pass": "✓", "fail": "✗", "warn": "!", "timeout": "◷", "skipped": "–", "bypassed": "↷"})
 
 
 def gate_label(status: str) -> str:
@@ -153,7 +153,7 @@ def state_label(status: str) -> str:
 
 
 #: Bernstein 3.23.0's long state names, shortened for a table cell (each stays distinct;
-#: the detail shows the full name). "⏸" is the engine's pause only, never a task state.
+#: the detail shows the full name). "‖" is the engine's pause only, never a task state.
 SHORT_STATES: MappingProxyType[str, str] = MappingProxyType({
     "blocked_by_failed_dep": "dep failed", "blocked_by_abandon": "dep abandoned",
     "waiting_for_subtasks": "subtasks", "pending_approval": "approval"})

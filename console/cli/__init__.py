@@ -30,6 +30,14 @@ __all__ = ["main", "run"]
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if os.environ.get("BERNSTEIN_TUI_SERVED_BY"):  # a browser tab's console
+        from console.cli.web import served_child_setup
+
+        served_child_setup()
+    if args.command == "web":
+        from console.cli.web import run_web
+
+        return run_web(args)
     if args.command == "demo":
         from console.cli.local import cmd_demo
 

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         decision = sub.add_parser(name, help=text)
         decision.add_argument("proposal_id", metavar="PROPOSAL_ID")
         decision.add_argument("--reason", default="", required=name == "reject")
+    web = sub.add_parser("web", help="serve the console to a browser (textual-serve): one "
+                                     "engine for the project, shared by every tab")
+    web.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1: this machine only)")
+    web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     gate = sub.add_parser("release-gate", help="release a mission's held or failed phase "
                                                "gate: its tasks run (recorded, with the reason)")
     gate.add_argument("mission_id", metavar="MISSION")

@@ -44,18 +44,30 @@ def die_with_parent() -> Callable[[], None] | None:
     """A `preexec_fn` that makes the child die with the thread starting it (None where
     the platform has no PDEATHSIG). It only calls prctl, getppid and kill: nothing
     that could wait on a lock another thread held at fork."""
+    return die_with_parent_signal(signal.SIGKILL)
+
+
+def die_with_parent_signal(sig: signal.Signals) -> Callable[[], None] | None:
+    """`die_with_parent`, with `sig` instead of SIGKILL (SIGTERM: a clean stop)."""
     prctl = _PRCTL
     if prctl is None:
         return None
     parent = os.getpid()
-    kill_signal = int(signal.SIGKILL)
+    number = int(sig)
 
     def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, kill_signal, 0, 0, 0)
-        if os.getppid() != parent:  # the engine died before the line above: go too
-            os.kill(os.getpid(), kill_signal)
+        prctl(PR_SET_PDEATHSIG, number, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the line above: go too
+            os.kill(os.getpid(), number)
 
     return preexec
+
+
+def set_parent_death_signal(sig: signal.Signals) -> None:
+    """This process gets `sig` when the thread that started it ends (Linux; elsewhere
+    nothing)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 @contextlib.contextmanager

@@ -78,7 +78,7 @@ class ServerHealth:
 
     def line(self) -> str:
         latency = f"{self.latency_ms:.0f} ms" if self.latency_ms is not None else "- ms"
-        drain = "  ⏸ DRAINING (z resumes)" if self.draining else ""
+        drain = "  ‖ DRAINING (z resumes)" if self.draining else ""
         workers = workers_line(self.workers)
         return (f"{self.url}  {self.status}  {latency}  "
                 f"events {'live' if self.live else 'down'}{drain}"

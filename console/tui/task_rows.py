@@ -97,7 +97,7 @@ def sla_cell(row: TaskRow, now: float) -> str:
         return f"✗ {countdown(left)}"
     if row.sla == "warning":
         return f"⚠ {countdown(left)}"
-    return f"⏱ {countdown(left)}"
+    return f"◷ {countdown(left)}"
 
 
 def row_of(state: State, task_id: str) -> TaskRow | None:

@@ -95,6 +95,7 @@ class FilterActions(_Screen):
     source: Any
     filter_text: str
     filter_error = ""  # why the text in the filter box means nothing (kept until fixed)
+    filter_tried = ""  # the text last applied, meaningful or not
     _typed_timer: Timer | None = None
 
     # -- filter and sort -----------------------------------------------------------
@@ -146,6 +147,7 @@ class FilterActions(_Screen):
             self._typed_timer.stop()
             self._typed_timer = None
         table = self.query_one(TaskTable)
+        self.filter_tried = text.strip()
         try:
             predicate = parse_filter(text)
         except FilterError as exc:

@@ -32,7 +32,7 @@ def strip_text(rows: Iterable[TaskRow], now: float, limit: int = STRIP_ROWS) -> 
         elif row.sla == "warning":
             label, style = "⚠ warning ", "$warning bold"
         else:
-            label, style = "⏱ on time ", "$success"
+            label, style = "◷ on time ", "$success"
         start = row.created_at if row.created_at is not None else row.deadline - 3600
         span = max(1e-9, row.deadline - start)
         used = min(1.0, max(0.0, (now - start) / span))

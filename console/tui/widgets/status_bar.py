@@ -39,7 +39,7 @@ def engine_text(header: Header, fallback: str, *, own: bool = True,
     engine = header.engine
     if engine is None or not engine.running or not status_live:
         return fallback
-    paused = "  ⏸ PAUSED (z resumes)" if engine.paused else ""
+    paused = "  ‖ PAUSED (z resumes)" if engine.paused else ""
     whose = "" if own else " (not started here; keeps running when you quit)"
     return (f"engine pid {engine.pid}{whose}: {engine.busy}/{engine.workers} workers busy"
             f"{paused}" + (f" · base {engine.base}" if engine.base else ""))
@@ -48,7 +48,7 @@ def engine_text(header: Header, fallback: str, *, own: bool = True,
 def reading_text(progress: tuple[int, int]) -> str:
     """The first full read, as it goes: the figures beside it are so far, not final."""
     done, total = progress
-    return (f"⏳ reading .sdd/: {done / 1e6:.1f} of {total / 1e6:.1f} MB "
+    return (f"↻ reading .sdd/: {done / 1e6:.1f} of {total / 1e6:.1f} MB "
             f"({done / total:.0%}) — figures so far")
 
 
