@@ -271,6 +271,17 @@ class Generator:
                         "overdue_ms": 0.0, "margin_ms": 600_000.0})
         self._close(Kind.SLA_EVENTS, out)
 
+    def review_queue(self) -> None:
+        """An unsure judge's flag on a few tasks (metrics/review_queue.jsonl)."""
+        out = self._open(Kind.REVIEW_QUEUE)
+        for index in range(max(1, self.sizes.reviews // 4)):
+            out.record({"timestamp": BASE_EPOCH + index, "attempt": 1,
+                        "task_id": self.task_ids[(index * 50) % len(self.task_ids)],
+                        "source": "llm_judge", "signal": "is the change complete?",
+                        "detail": "accepted with confidence 0.55 (below 0.7): review by a "
+                                  "human"})
+        self._close(Kind.REVIEW_QUEUE, out)
+
     def phase_gates(self) -> None:
         out = self._open(Kind.PHASE_GATES)
         for index in range(max(3, self.sizes.proposals)):
@@ -358,8 +369,8 @@ class Generator:
     def run(self) -> dict[str, int]:
         init_project(self.root)
         for step in (self.tasks, self.gate_lines, self.chains, self.reflections, self.reviews,
-                     self.sla_events, self.phase_gates, self.evolution, self.engine_events,
-                     self.gate_reports, self.tickets):
+                     self.sla_events, self.review_queue, self.phase_gates, self.evolution,
+                     self.engine_events, self.gate_reports, self.tickets):
             step()
         return dict(self.counts)
 

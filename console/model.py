@@ -271,6 +271,7 @@ class Ticket:
     require_review: bool = False
     require_human_approval: bool = False
     cli: str | None = None  # adapter override
+    max_retries: int | None = None  # further attempts after the first (None: the ladder's)
     form: str = "yaml"  # yaml | front-matter | markdown
 
 
@@ -304,6 +305,7 @@ from console.records import (  # noqa: E402 - re-exported: one import for every 
     Proposal,
     Reflection,
     Review,
+    ReviewFlag,
     SlaEvent,
     TaskMetric,
 )
@@ -312,6 +314,7 @@ __all__ = [
     "HUMAN_OUTCOMES", "STATE_GLYPHS", "TERMINAL_STATES", "TRANSITIONS", "UNKNOWN_STATE_GLYPH",
     "Approval", "ArchiveRecord", "Attempt", "Chain", "CompletionSignal", "Decision",
     "EngineEvent", "EngineStatus", "Experiment", "GateLine", "GateReport", "GateResult",
-    "JudgeScore", "PhaseGateEvent", "Problem", "Proposal", "Reflection", "Review", "SlaEvent",
+    "JudgeScore", "PhaseGateEvent", "Problem", "Proposal", "Reflection", "Review", "ReviewFlag",
+    "SlaEvent",
     "Task", "TaskMetric", "TaskState", "Ticket", "can_transition", "state_label",
 ]

@@ -141,6 +141,19 @@ class Review:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewFlag:
+    """One line of metrics/review_queue.jsonl: work that passed but that a check wants a
+    human to look at (a judge accepting below 0.7 confidence, seed 000)."""
+
+    task_id: str
+    source: str  # the completion signal's type: llm_judge, llm_review, …
+    detail: str
+    timestamp: float | None = None
+    attempt: int | None = None
+    signal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SlaEvent:
     """One line of metrics/sla_events.jsonl."""
 

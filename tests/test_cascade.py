@@ -23,6 +23,8 @@ from tests.engine_kit import assert_idle_exit, git, make_repo, tasks, ticket
 from tests.llm_server import llm_server, system_of
 
 LINT_ONLY = "quality_gates:\n  lint: true\n  pii_scan: false\n  dlp_scan: false\n"
+#: one attempt per model, for the tests of what the ladder carries from step to step
+ONE_EACH = "complexity: {iterations: {simple: 1}}\n"
 
 
 def run(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -38,7 +40,7 @@ def records(root: Path, rel: str) -> list[dict]:
 
 
 def test_fails_until_opus_with_rule_reflections(tmp_path: Path) -> None:
-    root = make_repo(tmp_path, config=LINT_ONLY)
+    root = make_repo(tmp_path, config=LINT_ONLY + ONE_EACH)
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     ticket(root, "feat", id="FEAT", title="Add the feature module", scope="small",
@@ -97,7 +99,7 @@ def test_llm_reflections_and_a_review_with_a_deviant_judge(tmp_path: Path) -> No
         return 500, "unexpected prompt"
 
     with llm_server(answer) as (url, seen):
-        root = make_repo(tmp_path, config=LINT_ONLY + f"llm: {{base_url: '{url}', "
+        root = make_repo(tmp_path, config=LINT_ONLY + ONE_EACH + f"llm: {{base_url: '{url}', "
                                                       "model: test-judge}\n")
         ticket(root, "rev", id="REV", title="Reviewed feature", scope="small",
                complexity="low", require_review=True, description=(
@@ -123,7 +125,7 @@ def test_llm_reflections_and_a_review_with_a_deviant_judge(tmp_path: Path) -> No
 
 
 def test_autofixer_fixes_a_pure_lint_failure_without_a_new_attempt(tmp_path: Path) -> None:
-    root = make_repo(tmp_path, config=LINT_ONLY)
+    root = make_repo(tmp_path, config=LINT_ONLY + ONE_EACH)
     ticket(root, "fix", id="FIX", title="Needs a mechanical fix", scope="small",
            complexity="low", description="write src/mod.py import os")
     run(root)
@@ -136,7 +138,7 @@ def test_autofixer_fixes_a_pure_lint_failure_without_a_new_attempt(tmp_path: Pat
 
 
 def test_low_confidence_output_escalates(tmp_path: Path) -> None:
-    root = make_repo(tmp_path)
+    root = make_repo(tmp_path, config=ONE_EACH)
     ticket(root, "unsure", id="UNSURE", title="Unsure agent", scope="small", complexity="low",
            description="write out/x.txt {model}\nunless opus say I'm not sure this is right")
     run(root)
@@ -154,11 +156,39 @@ def test_top_of_the_ladder_gives_up_with_every_reason(tmp_path: Path) -> None:
     run(root)
     task = tasks(root)["NEVER"]
     assert task.status == "failed"
-    assert task.result_summary.startswith("gave up after 3 attempt(s) (the top of the ladder "
+    # a simple task (seed 002): two iterations on each model of the ladder
+    assert task.result_summary.startswith("gave up after 6 attempt(s) (the top of the ladder "
                                           "was reached): #1 haiku: hard failure")
-    assert "#3 opus: hard failure" in task.result_summary
+    assert "#6 opus: hard failure" in task.result_summary
     [chain] = records(root, "metrics/cascade_chains.jsonl")
     assert chain["succeeded"] is False and chain["final_model"] == "opus"
+    assert [a["model"] for a in chain["attempts"]] == ["haiku", "haiku", "sonnet", "sonnet",
+                                                        "opus", "opus"]
+    assert "iteration 2 on haiku (simple tier)" in chain["attempts"][1]["route_reason"]
+
+
+def test_a_tickets_max_retries_is_honoured(tmp_path: Path) -> None:
+    """max_retries: 1 → one attempt and one retry, then failed saying why (the ladder
+    would have gone on to opus); max_retries: 0 → no retry at all."""
+    root = make_repo(tmp_path)
+    ticket(root, "once", id="ONCE", title="Retried once", scope="small", complexity="low",
+           description="exit 3", max_retries=1)
+    ticket(root, "never", id="NONE", title="Not retried", scope="small", complexity="low",
+           description="exit 3", max_retries=0)
+    run(root)
+    once, none = tasks(root)["ONCE"], tasks(root)["NONE"]
+    assert once.status == none.status == "failed"
+    assert once.max_retries == 1 and none.max_retries == 0  # Bernstein's field, written
+    assert once.result_summary.startswith(
+        "gave up after 2 attempt(s) (the ticket's max_retries (1) was reached)")
+    assert none.result_summary.endswith("(the ticket's max_retries (0) was reached)")
+    chains = {c["task_id"]: c for c in records(root, "metrics/cascade_chains.jsonl")}
+    assert len(chains["ONCE"]["attempts"]) == 2 and len(chains["NONE"]["attempts"]) == 1
+    bad = ticket(root, "bad", title="Bad limit", max_retries=-1)
+    from console.sdd.tickets import TicketError, parse_ticket
+
+    refused = parse_ticket(bad.read_bytes(), "bad.yaml")
+    assert isinstance(refused, TicketError) and "max_retries -1" in str(refused)
 
 
 def _task(**fields: object) -> Task:
@@ -180,9 +210,12 @@ def test_router_start_pin_tiers_and_bandit(tmp_path: Path) -> None:
     reloaded = Bandit(tmp_path / "bandit.json", config)  # persisted in .sdd/routing/
     assert reloaded.arms["qa|haiku"] == {"observations": 3, "successes": 0}
     simple = _task(scope="small", estimated_minutes=20)
-    assert router.next(simple, "haiku", "hard failure", "simple", 1).model == "sonnet"
+    # seed 002: trivial escalates at once, simple and up get a second iteration
+    assert router.next(simple, "haiku", "hard failure", "trivial", 1).model == "sonnet"
+    assert router.next(simple, "haiku", "hard failure", "simple", 1).model == "haiku"
+    assert router.next(simple, "haiku", "hard failure", "simple", 2).model == "sonnet"
     assert router.next(simple, "sonnet", "hard failure", "standard", 1).model == "sonnet"
-    assert router.next(simple, "opus", "hard failure", "simple", 1) is None
+    assert router.next(simple, "opus", "hard failure", "simple", 2) is None
 
 
 def test_complexity_tiers_and_risk_bump() -> None:
@@ -224,8 +257,12 @@ def test_simple_type_errors_go_to_the_cheapest_model_first(tmp_path: Path) -> No
     assert simple_type_errors("type_check", '2 unique error(s):\na.py:1: Name "x" is not '
                                             'defined  [name-defined]\nb.py:2: Cannot find '
                                             'implementation or library stub  [import]')
-    assert not simple_type_errors("type_check", "a.py:4: Incompatible return value type  "
-                                                "[return-value]")
+    # seed 002's TypeMismatch: assigned, passed or returned with the wrong type
+    assert simple_type_errors("type_check", 'a.py:4: Incompatible return value type (got '
+                                            '"str", expected "int")  [return-value]\nb.py:1: '
+                                            'Incompatible types in assignment  [assignment]')
+    assert not simple_type_errors("type_check", 'a.py:4: Signature of "f" incompatible with '
+                                                'supertype "B"  [override]')
     assert not simple_type_errors("lint", "a.py:1: F401 `os` imported but unused")
     config = "quality_gates:\n  lint: false\n  type_check: true\n  pii_scan: false\n" \
              "  dlp_scan: false\n"

@@ -24,7 +24,8 @@ def verdict(answer: str, *issues: str) -> str:
     return json.dumps({"verdict": answer, "issues": list(issues), "confidence": 0.9})
 
 
-def test_request_changes_blocks_then_the_next_attempt_is_approved(tmp_path: Path) -> None:
+def test_request_changes_escalates_when_so_configured(tmp_path: Path) -> None:
+    """on_request_changes: escalate — the cascade retries on the next model."""
     def answer(body: dict, number: int) -> tuple[int, str]:
         if "different model family" not in system_of(body):
             return 500, "not this test's question"  # the reflector: rule-based instead
@@ -34,8 +35,10 @@ def test_request_changes_blocks_then_the_next_attempt_is_approved(tmp_path: Path
         return 200, verdict("approve")
 
     with llm_server(answer) as (url, seen):
-        root = make_repo(tmp_path, config=GATES + "  cross_model: {enabled: true}\n"
-                         f"llm: {{base_url: '{url}', model: test-model}}\n")
+        root = make_repo(tmp_path, config=GATES + "  cross_model: {enabled: true, "
+                         "on_request_changes: escalate}\n"
+                         f"llm: {{base_url: '{url}', model: test-model}}\n"
+                         "complexity: {iterations: {simple: 1}}\n")
         ticket(root, "val", id="VAL", title="Set VALUE to 2", scope="small", complexity="low",
                description="unless sonnet write src/value.py VALUE = 1\n"
                            "only sonnet write src/value.py VALUE = 2")
@@ -60,6 +63,50 @@ def test_request_changes_blocks_then_the_next_attempt_is_approved(tmp_path: Path
     report = json.loads((root / ".sdd/runtime/gates/VAL.json").read_text())
     assert by_name(report)["cross_model"]["metadata"]["verdict"] == "approve"
     assert "main" in git(root, "branch", "--list", "main")
+
+
+def test_request_changes_gets_a_fix_attempt_on_the_reviewed_work(tmp_path: Path) -> None:
+    """The default (seed 000: request_changes "creates a fix task"): the writer's model
+    fixes its own reviewed work — the next attempt starts from the reviewed branch, with
+    the reviewer's issues in its prompt — and is reviewed again; the merged result has
+    both the first attempt's work and the fix."""
+    def answer(body: dict, number: int) -> tuple[int, str]:
+        if "different model family" not in system_of(body):
+            return 500, "not this test's question"
+        diff = body["messages"][1]["content"]
+        if "+VALUE = 1" in diff:
+            return 200, verdict("request_changes", "src/value.py:1: VALUE must be 2 "
+                                                   "(must_be_2)")
+        return 200, verdict("approve")
+
+    with llm_server(answer) as (url, _seen):
+        root = make_repo(tmp_path, config=GATES + "  cross_model: {enabled: true}\n"
+                         f"llm: {{base_url: '{url}', model: test-model}}\n")
+        ticket(root, "val", id="VAL", title="Set VALUE to 2", scope="small", complexity="low",
+               description="untold must_be_2 write src/first.py FIRST = 1\n"
+                           "untold must_be_2 write src/value.py VALUE = 1\n"
+                           "told must_be_2 write src/value.py VALUE = 2\n"
+                           f"prompt {tmp_path}/prompt-{{attempt}}.md")
+        result = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                                 "--until-idle"], capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stdout + result.stderr
+    state = tasks(root)["VAL"]
+    assert state.status == "done"
+    chain = json.loads((root / ".sdd/metrics/cascade_chains.jsonl").read_text()
+                       .splitlines()[-1])
+    attempts = chain["attempts"]
+    assert [(a["model"], a["kind"]) for a in attempts] == [("haiku", "agent"),
+                                                           ("haiku", "fix")]
+    assert attempts[1]["route_reason"].startswith("fix attempt: the cross-model reviewer")
+    assert attempts[0]["escalated"] is False
+    second = (tmp_path / "prompt-2.md").read_text()
+    assert "VALUE must be 2" in second  # the reviewer's issue, in the fix attempt's prompt
+    # the fix built on the reviewed work: the first attempt's file is merged with the fix
+    assert git(root, "show", "main:src/first.py").strip() == "FIRST = 1"
+    assert git(root, "show", "main:src/value.py").strip() == "VALUE = 2"
+    lines = [r for _, r in JsonlTail(root / ".sdd/metrics/quality_gates.jsonl").read().records
+             if r["gate"] == "cross_model"]
+    assert [r["verdict"] for r in lines] == ["request_changes", "approve"]
 
 
 def test_quorum_not_configured_and_same_family(tmp_path: Path) -> None:

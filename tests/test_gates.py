@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trusted
+from tests.conftest import REPO, trusted
 from tests.engine_kit import assert_idle_exit, git
 
 CALC_OK = "def add(a: int, b: int) -> int:\n    return a + b\n"
@@ -155,6 +155,86 @@ def test_plugins_run_and_collisions_are_refused(tmp_path: Path) -> None:
     (plugins / "also_foo.py").write_text(PLUGIN.replace('name = "no_foo"', 'name = "lint"'))
     builtin = gates(root)
     assert builtin.returncode == 2 and "'lint', which is a built-in gate" in builtin.stderr
+
+
+def _seed_example() -> str:
+    """Seed 000's plugin example, as the seed prints it (between its first `from` line
+    and "Register via")."""
+    seed = next((REPO.parent / "shared" / "seeds").glob("000*"), None)
+    if seed is not None:
+        text = seed.read_text()
+        start = text.index("from pathlib import Path\nfrom bernstein.core.quality")
+        return text[start:text.index("Register via", start)]
+    return SEED_EXAMPLE
+
+
+#: the same, for a checkout without ../shared (CI clones only the project)
+SEED_EXAMPLE = '''from pathlib import Path
+from bernstein.core.quality.gate_plugins import GatePlugin
+from bernstein.core.quality.gate_runner import GateResult
+
+class NoFooGate(GatePlugin):
+    @property
+    def name(self) -> str:
+        return "no_foo"
+
+    @property
+    def required(self) -> bool:
+        return True
+
+    @property
+    def condition(self) -> str:
+        return "any_changed"
+
+    def run(
+        self,
+        changed_files: list[str],
+        run_dir: Path,
+        task_title: str,
+        task_description: str,
+    ) -> GateResult:
+        offending = [f for f in changed_files if "foo" in Path(f).read_text()]
+        passed = not offending
+        return GateResult(
+            name=self.name,
+            status="pass" if passed else "fail",
+            required=self.required,
+            blocked=not passed,
+            cached=False,
+            duration_ms=0,
+            details=f"Found 'foo' in {offending}" if offending else "Clean",
+        )
+'''
+
+
+def test_the_seeds_plugin_example_loads_unchanged(tmp_path: Path) -> None:
+    """Seed 000's NoFooGate imports Bernstein's GatePlugin and GateResult: with no
+    Bernstein installed it loads and runs as written (run from the project, as Bernstein
+    runs it: the example reads Path(f) from there)."""
+    example = _seed_example()
+    assert example.strip() == SEED_EXAMPLE.strip()  # the copy is the seed's
+    root = make_project(tmp_path, """
+        quality_gates:
+          pipeline:
+            - {name: no_foo, required: true, condition: any_changed}
+        """)
+    (root / ".bernstein" / "gates").mkdir(parents=True)
+    (root / ".bernstein" / "gates" / "no_foo.py").write_text(example)
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "gate")
+    (root / "notes.txt").write_text("foo bar\n")
+    trusted(root)
+    result = subprocess.run([sys.executable, "-m", "console", "gates", "--json"],
+                            capture_output=True, text=True, timeout=300, cwd=root)
+    assert result.returncode == 1, result.stderr
+    gate = by_name(json.loads(result.stdout))["no_foo"]
+    assert gate["status"] == "fail" and gate["blocked"], gate
+    assert gate["details"] == "Found 'foo' in ['notes.txt']"
+    (root / "notes.txt").write_text("bar\n")
+    clean = subprocess.run([sys.executable, "-m", "console", "gates", "--json"],
+                           capture_output=True, text=True, timeout=300, cwd=root)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert by_name(json.loads(clean.stdout))["no_foo"]["details"] == "Clean"
 
 
 def test_config_errors_name_the_key(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.engine_kit import assert_idle_exit, make_repo, tasks, ticket
+from tests.llm_server import llm_server
 
 
 def _run(root: Path) -> None:
@@ -57,3 +58,23 @@ def test_violation_action_fail_stops_the_task_at_once(tmp_path: Path) -> None:
     assert task.result_summary.endswith("(violation_action: fail)")
     assert len(task.metadata.get("chain") or []) <= 1  # no retry, no escalation
     assert _events(root) == [("SLOW", "sla:warning"), ("SLOW", "sla:violated")]
+
+
+def test_warning_and_violation_go_to_their_channels(tmp_path: Path) -> None:
+    """warningChannels / violationChannels as seed 003 names them: each webhook URL gets
+    the event's record (console is the engine notice; an unknown name is said once)."""
+    with llm_server(lambda body, number: (200, "received")) as (url, seen):
+        hooks = url.replace("/v1", "")
+        config = (f"sla:\n  check_interval: 1\n  warningChannels: [console, '{hooks}/warn']"
+                  f"\n  violation_channels: ['{hooks}/page', pagerduty]\n")
+        root = make_repo(tmp_path, config=config)
+        ticket(root, "slow", id="SLOW", title="Too slow", scope="small", complexity="low",
+               sla_minutes=0.05, description="sleep 5\nwrite out/slow.txt late")
+        _run(root)
+    posted = sorted((body["entity_id"], body["event"]) for body in seen)
+    assert posted == [("SLOW", "sla:violated"), ("SLOW", "sla:warning")], seen
+    violated = next(b for b in seen if b["event"] == "sla:violated")
+    assert violated["entity_type"] == "task" and violated["overdue_ms"] >= 0
+    events = (root / ".sdd/runtime/engine_events.jsonl").read_text()
+    assert events.count("notify channel 'pagerduty' is not console or a URL") == 1
+    assert "webhook" not in events  # delivered, no failure logged

@@ -50,6 +50,7 @@ from console.engine.safegit import child_env
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
 from console.sdd.fileio import append_jsonl, atomic_write_json
+from console.sdd.gate_config import FIX
 from console.sdd.gate_records import write_gate_run
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
@@ -141,7 +142,10 @@ class AttemptRunner:
                 "task_id": task.id, "adapter": adapter,
                 "model": step.model, "effort": step.effort, "reasons": [step.reason],
                 "attempt": attempt, "timestamp": time.time()}], fsync=False)
-            self.repo.add_worktree(worktree, branch)
+            # a fix attempt starts from the work the reviewer asked changes to
+            fix_base = str(task.metadata.get("fix_base") or "") \
+                if task.metadata.get("next_kind") == "fix" else ""
+            self.repo.add_worktree(worktree, branch, start=fix_base or None)
             self._stage(task.id, session, "agent",
                         f"attempt {attempt}: {adapter} on {step.model}", 10)
             threading.Thread(target=self._beat, args=(session, beat), daemon=True,
@@ -237,7 +241,7 @@ class AttemptRunner:
         if running.cancel.is_set():  # a killed check is no verdict on the work
             return self._stopped(running)
         for check in (c for c in checks if c.flagged):  # the operator's review queue
-            append_jsonl(self.paths.sdd / "metrics" / "review_queue.jsonl", [{
+            append_jsonl(self.paths.of(Kind.REVIEW_QUEUE), [{
                 "timestamp": time.time(), "task_id": task.id, "attempt": attempt,
                 "source": check.signal.type, "signal": check.signal.value,
                 "detail": check.flagged}])
@@ -251,7 +255,7 @@ class AttemptRunner:
         extra: tuple[dict, ...] = ()
         if self.gates is not None:
             self._stage(task.id, running.session, "gates", "quality gates running", 60)
-            blocked = self._gates(task, worktree, running, files)
+            blocked = self._gates(task, worktree, running, files, branch)
             if running.cancel.is_set():
                 return self._stopped(running)
             if isinstance(blocked, AttemptEnd):
@@ -291,8 +295,8 @@ class AttemptRunner:
         return AttemptEnd(TaskState.DONE, message, recorded=True, files=files, tokens=tokens,
                           extra_attempts=extra)
 
-    def _gates(self, task: Task, worktree: Path, running: Running, files: tuple[str, ...]
-               ) -> AttemptEnd | tuple[tuple[dict, ...], bool]:
+    def _gates(self, task: Task, worktree: Path, running: Running, files: tuple[str, ...],
+               branch: str) -> AttemptEnd | tuple[tuple[dict, ...], bool]:
         """Run the pipeline; an AttemptEnd when it blocks (after an AutoFixer try), else the
         autofix attempts it took and whether auto_format changed files."""
         assert self.gates is not None
@@ -333,9 +337,14 @@ class AttemptRunner:
             first = result.digest.splitlines()[1] if result.digest.count("\n") else ""
             reasons.append(f"{result.name} {result.status}: {first or result.details}")
             digests.append(f"[{result.name}] {result.digest or result.details}")
+        # only the cross-model reviewer objects: the writer fixes the reviewed work
+        settings = self.gates.config.option("cross_model", {})
+        fix = [r.name for r in run.blocking] == ["cross_model"] and isinstance(
+            settings, dict) and settings.get("on_request_changes", FIX) == FIX
         return AttemptEnd(TaskState.FAILED, "gates blocked — " + "; ".join(reasons),
                           trigger=GATES, gate=",".join(r.name for r in run.blocking),
-                          digest="\n".join(digests), files=files, extra_attempts=extra)
+                          digest="\n".join(digests), files=files, extra_attempts=extra,
+                          fix_on=branch if fix else "")
 
     def _review(self, task: Task, diff: str, model: str) -> AttemptEnd | None:
         """Multi-judge review where the tier or the ticket asks for one."""

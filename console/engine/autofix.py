@@ -1,7 +1,8 @@
 """The AutoFixer (seed 002): when every error of a failed lint gate is of a simple class
 (unused or unsorted imports, formatting), try `ruff check --fix` and `ruff format` on the
 changed files before paying for a new agent attempt. Recorded as an attempt of kind
-autofix. (Type errors go to the next agent attempt with the reflection.)"""
+autofix. When every error of a failed type_check is simple (`simple_type_errors`), the
+next attempt is an AutoFixer agent on the cheapest model (engine/chain.py)."""
 
 from __future__ import annotations
 
@@ -57,8 +58,10 @@ def try_lint_fix(worktree: Path, blocking: Sequence[GateResult],
 
 
 #: mypy error kinds a cheap model fixes reliably (a missing import, a misspelt name)
+#: seed 002's simple classes in mypy's terms: ImportNotFound (a missing name or import)
+#: and TypeMismatch (a value of the wrong type assigned, passed or returned)
 SIMPLE_TYPE_KINDS = frozenset({"name-defined", "import", "import-untyped", "import-not-found",
-                               "attr-defined"})
+                               "attr-defined", "assignment", "arg-type", "return-value"})
 _KIND = re.compile(r"\[([a-z-]+)\]\s*$")
 
 

@@ -31,7 +31,7 @@ DEFAULT_PHRASES = ("i'm not sure", "i am not sure", "partial implementation",
                    "i could not", "i couldn't")
 HIGH_STAKES_ROLES = frozenset({"manager", "architect", "security"})
 TIERS = ("trivial", "simple", "standard", "complex")
-DEFAULT_ITERATIONS = {"trivial": 1, "simple": 1, "standard": 2, "complex": 2}
+DEFAULT_ITERATIONS = {"trivial": 1, "simple": 2, "standard": 2, "complex": 2}  # seed 002
 REVIEWED_TIERS = frozenset({"complex"})
 
 # escalation triggers, in seed 000's order

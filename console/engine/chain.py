@@ -43,6 +43,21 @@ from console.sdd.metric_codec import (
 from console.sdd.paths import Kind, SddPaths
 
 
+def retry_limit(task: Task, chain: list[dict[str, Any]]) -> str | None:
+    """Why no further attempt may start: the ticket's `max_retries` is used up (None
+    when the ticket set none, or retries are left). Attempts the operator stopped do
+    not count."""
+    raw = task.metadata.get("retry_limit")
+    if raw is None or isinstance(raw, bool):
+        return None
+    try:
+        limit = int(raw)
+    except (TypeError, ValueError):
+        return None
+    retries = sum(1 for a in chain if not a.get("interrupted")) - 1
+    return f"the ticket's max_retries ({limit}) was reached" if retries >= limit else None
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptEnd:
     """What the runner learnt from one attempt."""
@@ -56,6 +71,7 @@ class AttemptEnd:
     files: tuple[str, ...] = ()
     tokens: tuple[int, int] = (0, 0)
     kind: str = "agent"
+    fix_on: str = ""  # a reviewer asked for changes: the branch whose work is to be fixed
     extra_attempts: tuple[dict[str, Any], ...] = field(default=())  # e.g. an autofix
 
 
@@ -173,11 +189,19 @@ class ChainKeeper:
         on_model = sum(1 for a in chain if a["model"] == model and a.get("kind") != "autofix"
                        and not a.get("interrupted"))
         step = None
-        autofixing = False
+        autofixing = fixing = False
         operator = task.metadata.get("next_by_operator") and task.metadata.get("next_model")
+        limit = retry_limit(task, chain)
         if operator:  # an escalate during the attempt wins over the cascade's own choice
             step = Step(str(operator), str(task.metadata.get("next_effort") or "high"),
                         str(task.metadata.get("next_reason") or "escalated by the operator"))
+        elif limit is not None:
+            pass  # the ticket's max_retries: no further attempt
+        elif end.fix_on and current.get("kind") != "fix":
+            step = Step(current["model"], str(current.get("effort") or "high"),
+                        "fix attempt: the cross-model reviewer asked for changes; "
+                        f"{current['model']} fixes its reviewed work")
+            fixing = True
         elif (self.router is not None and trigger == GATES
                 and simple_type_errors(end.gate, end.digest)
                 and not any(a.get("kind") == "autofix" for a in chain)):
@@ -194,23 +218,24 @@ class ChainKeeper:
             reasons = "; ".join(f"#{a['attempt_number']} {a['model']}: "
                                 f"{a.get('escalation_reason') or 'failed'}" for a in chain
                                 if not a.get("success"))
-            why = "the top of the ladder was reached" if trigger not in NOT_ESCALATED else \
-                "no stronger model fixes this"
+            why = limit or ("the top of the ladder was reached" if trigger not in NOT_ESCALATED
+                            else "no stronger model fixes this")
             message = f"gave up after {len(chain)} attempt(s) ({why}): {reasons}"
             if self.router is None or len(chain) == 1:
-                message = end.message
+                message = end.message + (f" ({limit})" if limit else "")
             self.store.transition(task.id, TaskState.FAILED, reason=message[:2000],
                                   metadata={"chain": chain, "next_model": None})
             self._write_chain(self.store.get(task.id), chain, False)
             self.events.error(f"{task.id} failed: {end.message}", task_id=task.id)
             return
-        review = end.digest if trigger == "review below threshold" else None
+        review = end.digest if trigger == "review below threshold" or fixing else None
         self.store.transition(
             task.id, TaskState.OPEN, assigned_agent=None, retry_count=task.retry_count + 1,
             result_summary=f"{trigger} on {current['model']}; next attempt on {step.model}",
             metadata={"chain": chain, "next_model": step.model, "next_effort": step.effort,
                       "next_reason": step.reason, "review_feedback": review,
-                      "next_kind": "autofix" if autofixing else "agent",
+                      "next_kind": "autofix" if autofixing else "fix" if fixing else "agent",
+                      "fix_base": end.fix_on if fixing else None,
                       "next_by_operator": None,
                       "resume_model": current["model"] if autofixing else None})
         verb = "escalating to" if step.model != current["model"] else "retrying on"

@@ -273,6 +273,7 @@ class Engine:
         if self.sla.due():
             self.sla.check()
             self.sla.check_missions(mission_deadlines(self.missions))
+            self.sla.notifier.flush()  # webhooks, bounded in time
         if not self.paused and not self.stopping.is_set():
             self._dispatch()
         self.publish_status()

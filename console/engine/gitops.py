@@ -118,28 +118,31 @@ class GitRepo:
             raise EngineError(f"{admin} is a symbolic link; the engine runs no worktree "
                               "command through it (replace it with a real directory)")
 
-    def add_worktree(self, path: Path, branch: str) -> None:
+    def add_worktree(self, path: Path, branch: str, start: str | None = None) -> None:
+        """A worktree on a new `branch` from the base (or from `start`, a branch whose
+        work is to be built on)."""
         cmd = self._git()
         self.check_admin()
         with self.lock:
             try:
-                self._add_worktree(cmd, path, branch)
+                self._add_worktree(cmd, path, branch, start)
             except GitFailed:
                 self._drop_broken_admin_dirs()  # left by a git killed mid-way; then once more
                 try:
-                    self._add_worktree(cmd, path, branch)
+                    self._add_worktree(cmd, path, branch, start)
                 except GitFailed as exc:
                     raise EngineError(f"cannot create worktree {path.name} on {branch}: "
                                       f"{exc.line}") from None
             self.meta.begin()  # before its agent can write the shared config or hooks
             self._guarded.add(path)
 
-    def _add_worktree(self, cmd: _Git, path: Path, branch: str) -> None:
+    def _add_worktree(self, cmd: _Git, path: Path, branch: str, start: str | None) -> None:
         if path.exists():
             self.remove_worktree(path)
         if self.branch_exists(branch):
             cmd.execute(["git", "branch", "-D", branch])
-        cmd.execute(["git", "worktree", "add", "-q", "-b", branch, str(path), self.base])
+        origin = start if start and start != branch and self.branch_exists(start) else self.base
+        cmd.execute(["git", "worktree", "add", "-q", "-b", branch, str(path), origin])
 
     def _drop_broken_admin_dirs(self) -> None:
         """Worktree admin dirs missing their gitdir/commondir make every worktree command fail."""

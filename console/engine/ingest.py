@@ -59,7 +59,9 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
         metadata["sla_minutes"] = t.sla_minutes
     if t.require_review:
         metadata["require_review"] = True
-    return Task(
+    if t.max_retries is not None:  # the ticket's own limit; else the ladder decides
+        metadata["retry_limit"] = t.max_retries
+    task = Task(
         id=candidate.task_id, title=t.title, description=t.description, role=t.role,
         status=status.value, priority=t.priority, scope=t.scope, complexity=t.complexity,
         estimated_minutes=t.estimated_minutes, depends_on=t.depends_on, owned_files=t.files,
@@ -68,6 +70,9 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
         extra=MappingProxyType({"approval_required": t.require_human_approval,
                                 **({"cli": t.cli} if t.cli else {})}),
     )
+    if t.max_retries is not None:  # Bernstein's field, written as the ticket set it
+        task = dataclasses.replace(task, max_retries=t.max_retries)
+    return task
 
 
 def _cycle(start: str, edges: dict[str, tuple[str, ...]]) -> list[str] | None:

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
-from typing import Any
-
-import httpx
 
 from console.control import Outcome
 from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
+from console.engine.notify import Notifier, Post
 from console.engine.store import TaskStore
 from console.model import SUCCEEDED, Task, TaskState
 from console.sdd.fileio import append_jsonl
@@ -30,7 +27,6 @@ from console.sdd.paths import Kind, SddPaths
 from console.sdd.tail import JsonlTail
 
 ENDED = frozenset({"done", "closed", "failed", "cancelled", "abandoned", "refused"})
-WEBHOOK_DEADLINE_S = 5.0
 PASSED, FAILED, RELEASED = "quality:gate:passed", "quality:gate:failed", "quality:gate:released"
 #: a gate decided so: its tasks run
 OPENED = frozenset({PASSED, RELEASED})
@@ -88,17 +84,16 @@ def release_gate(paths: SddPaths, missions: list[Mission],
 
 class MissionKeeper:
     def __init__(self, paths: SddPaths, store: TaskStore, events: EventLog,
-                 missions: list[Mission], post: Callable[[str, dict], None] | None = None
+                 missions: list[Mission], post: Post | None = None
                  ) -> None:
         self.paths = paths
         self.store = store
         self.events = events
         self.missions = missions
-        self.post = post or _webhook
+        self.notifier = Notifier(events, post)
         self._decided, self._reasons, self._threshold_said = read_decisions(paths)
         self._reviews = JsonlTail(paths.of(Kind.REVIEWS))
         self._scores: dict[str, float] = {}
-        self._outbox: list[tuple[str, dict[str, Any]]] = []  # webhooks, sent after the lock
 
     def _resolve(self, ref: str) -> Task | None:
         task = self.store.tasks.get(ref)
@@ -121,9 +116,7 @@ class MissionKeeper:
                 for gate in mission.gates:
                     self._gate(mission, gate)
                 self._threshold(mission)
-        outbox, self._outbox = self._outbox, []
-        for url, record in outbox:  # never while holding the task store's lock
-            self._deliver(url, record)
+        self.notifier.flush()  # never while holding the task store's lock
 
     def release(self, mission_id: str, gate_name: str, reason: str,
                 by: str = "operator") -> Outcome:
@@ -189,7 +182,7 @@ class MissionKeeper:
                 self._release(task)
             self.events.info(f"mission {mission.id}: phase gate '{gate.name}' passed"
                              + (f" (average score {avg})" if avg is not None else ""))
-        self._notify(gate.channels, record)
+        self.notifier.notify(gate.channels, record)
 
     def _verdict(self, gate: PhaseGate, after: list[Task]) -> tuple[str | None, float | None]:
         if gate.require_all_passed:
@@ -259,39 +252,6 @@ class MissionKeeper:
             append_jsonl(self.paths.of(Kind.PHASE_GATES), [record])
             self.events.warning(f"mission {mission.id}: average score {avg} is below its "
                                 f"quality threshold {mission.threshold}")
-
-    def _notify(self, channels: tuple[str, ...], record: dict[str, Any]) -> None:
-        for channel in channels:
-            if channel.startswith(("http://", "https://")):
-                self._outbox.append((channel, record))
-            elif channel != "console":  # console: the engine notice above already went out
-                self.events.warning(f"notify channel '{channel}' is not console or a URL")
-
-    def _deliver(self, url: str, record: dict[str, Any]) -> None:
-        """Best effort, bounded in total (a slow server cannot hold the engine)."""
-        import threading
-
-        errors: list[str] = []
-
-        def send() -> None:
-            try:
-                self.post(url, record)
-            except Exception as exc:  # logged, never fatal
-                errors.append(f"{type(exc).__name__}: {exc}")
-
-        sender = threading.Thread(target=send, daemon=True, name="webhook")
-        sender.start()
-        sender.join(WEBHOOK_DEADLINE_S)
-        if sender.is_alive():
-            errors.append(f"no answer within {WEBHOOK_DEADLINE_S:.0f} s")
-        if errors:
-            self.events.warning(f"webhook {url} failed: {errors[0]}")
-
-
-def _webhook(url: str, record: dict[str, Any]) -> None:
-    response = httpx.post(url, json=record, timeout=5.0)
-    response.raise_for_status()
-
 
 
 def mission_deadlines(keeper: MissionKeeper) -> list[tuple[str, float, float, bool, float | None]]:

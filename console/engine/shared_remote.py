@@ -117,13 +117,14 @@ class SharedRemoteRepo(GitRepo):
             return None
         return found.strip() or None
 
-    def add_worktree(self, path: Path, branch: str) -> None:
+    def add_worktree(self, path: Path, branch: str, start: str | None = None) -> None:
         """Every attempt starts from the remote's newest base (or, when the remote does not
-        answer, the last one fetched: the landing fetches again)."""
+        answer, the last one fetched: the landing fetches again); a fix attempt from
+        the local branch it fixes."""
         with contextlib.suppress(EngineError):
             self.fetch()
         self.sync(fetched=False)
-        super().add_worktree(path, branch)
+        super().add_worktree(path, branch, start)
 
     def is_merged(self, branch: str) -> bool:
         landing = self.landing_id(branch)

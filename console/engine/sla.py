@@ -5,7 +5,9 @@ A task's deadline comes from its `deadline` (ISO-8601 or epoch) or `sla_minutes`
 `sla:warning` once when `warning_threshold` of the time is used, `sla:violated`
 once past the deadline (and, with `violation_action: fail`, the task fails at
 once, bypassing retries and escalation), `sla:met` when a task with a deadline
-finishes in time. Events go to metrics/sla_events.jsonl with seed 003's payload.
+finishes in time. Events go to metrics/sla_events.jsonl with seed 003's payload, and a
+warning to `warning_channels`, a violation to `violation_channels` (`console`, webhook
+URLs: the phase gates' channels, engine/notify).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from console.engine.errors import IllegalTransition
 from console.engine.events import EventLog
+from console.engine.notify import Notifier, Post
 from console.engine.store import TaskStore
 from console.model import TERMINAL_STATES, Task, TaskState
 from console.sdd.fileio import append_jsonl
@@ -30,6 +33,8 @@ class SlaConfig:
     warning_threshold: float = 0.8
     check_interval: float = 30.0
     violation_action: str = "notify"  # notify | fail
+    warning_channels: tuple[str, ...] = ()
+    violation_channels: tuple[str, ...] = ()
 
 
 def parse_sla(raw: object) -> SlaConfig:
@@ -61,19 +66,32 @@ def parse_sla(raw: object) -> SlaConfig:
     if not 0 < threshold < 1:
         raise ValueError("sla.warning_threshold must be between 0 and 1")
     return SlaConfig(threshold, max(1.0, float(interval if interval is not None else 30.0)),
-                     action)
+                     action, _channels(raw, "warning_channels", "warningChannels"),
+                     _channels(raw, "violation_channels", "violationChannels"))
+
+
+def _channels(raw: dict[str, object], key: str, camel: str) -> tuple[str, ...]:
+    value = raw.get(key, raw.get(camel))
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"sla.{key} must be a list of channel names or URLs")
+    return tuple(value)
 
 
 class SlaMonitor:
     def __init__(self, paths: SddPaths, store: TaskStore, events: EventLog, config: SlaConfig,
-                 stop_agent: Callable[[str], None], clock: Callable[[], float] = time.time
-                 ) -> None:
+                 stop_agent: Callable[[str], None], clock: Callable[[], float] = time.time,
+                 post: Post | None = None) -> None:
         self.paths = paths
         self.store = store
         self.events = events
         self.config = config
         self.stop_agent = stop_agent
         self.clock = clock
+        self.notifier = Notifier(events, post)
         self._last = 0.0
         self._said: set[tuple[str, str]] = set()
         for _, record in JsonlTail(paths.of(Kind.SLA_EVENTS)).read().records:
@@ -91,6 +109,9 @@ class SlaMonitor:
         record = {"timestamp": self.clock(), "event": event, "entity_id": entity,
                   "entity_type": kind, "deadline": deadline, **payload}
         append_jsonl(self.paths.of(Kind.SLA_EVENTS), [record])
+        channels = {"sla:warning": self.config.warning_channels,
+                    "sla:violated": self.config.violation_channels}.get(event, ())
+        self.notifier.notify(channels, record)
 
     def check_missions(self, missions: list[tuple[str, float, float, bool, float | None]]
                        ) -> None:

@@ -46,8 +46,13 @@ _MAPS = {"benchmark", "intent_verification", "cross_model"}
 _MAP_KEYS = {
     "benchmark": {"enabled", "command", "threshold"},
     "intent_verification": {"enabled", "model", "provider", "block_on_no", "block_on_partial"},
-    "cross_model": {"enabled", "reviewer", "reviewers", "quorum", "block_on_issues"},
+    "cross_model": {"enabled", "reviewer", "reviewers", "quorum", "block_on_issues",
+                    "on_request_changes"},
 }
+
+
+#: cross_model.on_request_changes: the writer fixes the reviewed work (seed 000's fix task)
+FIX = "fix"
 
 
 class GateConfigError(ValueError):
@@ -189,6 +194,10 @@ def parse_quality_gates(raw: object, plugins: frozenset[str] | Mapping[str, tupl
             stray = sorted(set(value) - keys)
             if stray:
                 raise GateConfigError(f"quality_gates.{section}.{stray[0]} is not a known key")
+    cross = options.get("cross_model")
+    if isinstance(cross, dict) and cross.get("on_request_changes", FIX) not in (FIX, "escalate"):
+        raise GateConfigError("quality_gates.cross_model.on_request_changes must be fix "
+                              "(a fix attempt on the reviewed work, the default) or escalate")
     base_ref = options.get("base_ref")
     return QualityGatesConfig(
         enabled=bool(options.get("enabled", True)),

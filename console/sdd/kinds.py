@@ -186,6 +186,10 @@ KINDS: Mapping[Kind, KindSpec] = {
                            _reset_reviews, detail=True),
     Kind.SLA_EVENTS: KindSpec(metric_codec.decode_sla_event, Section.SLA, _add_sla,
                               _reset_sla),
+    Kind.REVIEW_QUEUE: KindSpec(
+        metric_codec.decode_review_flag, Section.REVIEWS,
+        lambda state, record, display, line, delta: state.review_queue.append(record),
+        lambda state, delta: state.review_queue.clear()),
     Kind.PHASE_GATES: KindSpec(
         metric_codec.decode_phase_event, Section.PHASE_GATES,
         lambda state, record, display, line, delta: state.phase_events.append(record),

@@ -23,6 +23,7 @@ from console.model import (
     PhaseGateEvent,
     Reflection,
     Review,
+    ReviewFlag,
     SlaEvent,
     TaskMetric,
 )
@@ -36,6 +37,7 @@ from console.sdd.fields import (
     opt_bool,
     opt_epoch,
     opt_float,
+    opt_int,
     opt_str,
     req_str,
     str_or,
@@ -205,6 +207,17 @@ def decode_sla_event(d: Mapping[str, Any]) -> SlaEvent:
         percent_used=opt_float(d, "percent_used"),
         overdue_ms=opt_float(d, "overdue_ms"),
         margin_ms=opt_float(d, "margin_ms"),
+    )
+
+
+def decode_review_flag(d: Mapping[str, Any]) -> ReviewFlag:
+    return ReviewFlag(
+        task_id=req_str(d, "task_id"),
+        source=str_or(d, "source", "review"),
+        detail=str_or(d, "detail", ""),
+        timestamp=opt_epoch(d, "timestamp"),
+        attempt=opt_int(d, "attempt"),
+        signal=str_or(d, "signal", ""),
     )
 
 

@@ -18,6 +18,7 @@ class Kind(StrEnum):
     REFLECTIONS = "metrics/reflections.jsonl"
     REVIEWS = "metrics/reviews.jsonl"
     SLA_EVENTS = "metrics/sla_events.jsonl"
+    REVIEW_QUEUE = "metrics/review_queue.jsonl"
     PHASE_GATES = "metrics/phase_gates.jsonl"
     DEFERRED = "evolution/deferred.jsonl"
     DECISIONS = "evolution/decisions.jsonl"

@@ -28,6 +28,7 @@ from console.model import (
     Proposal,
     Reflection,
     Review,
+    ReviewFlag,
     SlaEvent,
     Task,
     TaskMetric,
@@ -95,6 +96,7 @@ class State(ProblemLog):
         self.review_count = 0
         self.sla_latest: dict[str, SlaEvent] = {}
         self.phase_events: list[PhaseGateEvent] = []
+        self.review_queue: list[ReviewFlag] = []  # oldest first, as the file has them
         self.proposals: dict[str, Proposal] = {}
         self.decisions: dict[str, list[Decision]] = defaultdict(list)
         self.experiments: list[Experiment] = []

@@ -31,6 +31,11 @@ def summarise(state: State) -> dict[str, Any]:
         "chains": {"total": len(state.chains), "escalated": sum(c.escalated for c in chains)},
         "reflections": {"total": state.reflection_count},
         "reviews": {"total": state.review_count},
+        "review_queue": [
+            {"task_id": f.task_id, "attempt": f.attempt, "source": f.source,
+             "signal": f.signal, "detail": f.detail, "timestamp": f.timestamp}
+            for f in state.review_queue
+        ],
         "proposals": {
             "deferred": len(state.proposals),
             "pending": len(pending),

@@ -27,6 +27,7 @@ from console.sdd.fields import (
     int_or,
     opt_epoch,
     opt_float,
+    opt_int,
     opt_str,
     str_tuple,
 )
@@ -128,7 +129,15 @@ def _from_fields(source: str, form: str, fields: dict[str, Any], title: str,
         require_review=bool_or(fields, "require_review", False),
         require_human_approval=bool_or(fields, "require_human_approval", False),
         cli=opt_str(fields, "cli") or opt_str(fields, "agent"),
+        max_retries=_retries(fields),
     )
+
+
+def _retries(fields: dict[str, Any]) -> int | None:
+    value = opt_int(fields, "max_retries")
+    if value is not None and not 0 <= value <= 100:
+        raise RecordError(f"max_retries {value} is not between 0 and 100")
+    return value
 
 
 def _front_matter(source: str, text: str) -> Ticket | TicketError | None:

@@ -48,6 +48,8 @@ MAIN_KEYS: tuple[tuple[str, str, str, str, str, bool], ...] = (
     ("Screens", "p", "problems", "Problems", "Records that could not be read", False),
     ("Screens", "m", "missions", "Missions", "Missions and their phase gates: waiting, "
      "passed, failed (mission halted), released; a releases the selected gate", False),
+    ("Screens", "V", "review_queue", "Review queue", "Review queue: work that passed but "
+     "that a check (a judge below 0.7 confidence) wants a human to look at", False),
     ("Screens", "L", "history", "History", "Event history: engine events, actions and their "
      "outcomes, SLA, gate blocks, proposals, notifications (newest first, / filters)", False),
     ("Screens", "question_mark,f1", "help", "Help", "This help", True),
@@ -67,6 +69,7 @@ OTHER_KEYS: tuple[tuple[str, str, str], ...] = (
     ("Proposals", "enter", "Into the diff (↑ ↓ scroll it; escape: back)"),
     ("Missions", "a / enter", "Release the selected gate (with a reason) / go to its task"),
     ("Chains", "enter", "Go to the chain's task"),
+    ("Review queue", "enter", "Go to the flagged task"),
     ("Any screen", "escape", "Back"),
     ("App", "ctrl+c ctrl+c", "Twice within 2 s: stop the engine and quit at once"),
 )

@@ -162,8 +162,8 @@ class FilterActions(_Screen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Keys into the filter: applied once typing pauses, the view built off the loop."""
-        if event.input.id != "filter":
-            return
+        if event.input.id != "filter" or not event.input.display:
+            return  # a change that arrives after Esc or Enter closed the box is no typing
         if self._typed_timer is not None:
             self._typed_timer.stop()
         value = event.value
@@ -254,6 +254,11 @@ class ScreenActions(_App):
         from console.tui.screens.missions import MissionsScreen
 
         self.push_screen(MissionsScreen(self.source))
+
+    def action_review_queue(self) -> None:
+        from console.tui.screens.review_queue import ReviewQueueScreen
+
+        self.push_screen(ReviewQueueScreen(self.source))
 
     def action_quality(self) -> None:
         from console.tui.screens.quality import QualityScreen

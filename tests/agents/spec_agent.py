@@ -9,6 +9,9 @@
   usage IN OUT        report token usage (BERNSTEIN_USAGE line)
   only MODEL VERB …   run VERB … only when the model is MODEL
   unless MODEL VERB … run VERB … unless the model is MODEL
+  told WORD VERB …    run VERB … only when the prompt, beyond this description, has
+                      WORD (a reviewer's, a reflection's)
+  untold WORD VERB …  run VERB … unless it has
 {model} and {attempt} in arguments are replaced.
 
 It logs start/end lines (JSON) to $SPEC_AGENT_LOG and holds an exclusive flock on
@@ -56,6 +59,11 @@ for line in task["description"].splitlines():
     if words[0] in ("only", "unless") and len(words) > 2:
         matches = words[1] == task["model"]
         if matches != (words[0] == "only"):
+            continue
+        words = words[2:]
+    if words[0] in ("told", "untold") and len(words) > 2:
+        told = words[1] in task["prompt"].replace(task["description"], "")
+        if told != (words[0] == "told"):
             continue
         words = words[2:]
     verb, args = words[0], words[1:]

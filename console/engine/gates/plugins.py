@@ -1,7 +1,9 @@
 """Custom gates: entry points in the group `bernstein.gates` and files in
 `.bernstein/gates/*.py`, classes with seed 000's GatePlugin interface:
 `name`, `required`, `condition`, and `run(changed_files, run_dir, task_title,
-task_description)` returning a result with a status (an object or a dict).
+task_description)` returning a result with a status (an object or a dict). A file may
+import Bernstein's own names, as seed 000's example does (gates/seed_api). Changed
+files are relative to `run_dir`, as Bernstein passes them.
 
 A name that collides with a built-in or with another plugin is refused naming
 both; a plugin that raises yields a failed gate with the error.
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from console.engine.gates.base import GateContext, Verdict
+from console.engine.gates.seed_api import GatePlugin, GateResult, provide
 from console.sdd.gate_config import SUPPORTED
 
 ENTRY_POINT_GROUP = "bernstein.gates"
@@ -28,18 +31,6 @@ STATUSES = frozenset({"pass", "fail", "warn", "timeout", "skipped", "bypassed"})
 
 class PluginError(Exception):
     """A plugin cannot be loaded; the message names it and, for collisions, both."""
-
-
-class GatePlugin:
-    """Base class for custom gates (subclassing is optional: the shape is what counts)."""
-
-    name: str = ""
-    required: bool = True
-    condition: str = "always"
-
-    def run(self, changed_files: list[str], run_dir: Path, task_title: str,
-            task_description: str) -> Any:  # pragma: no cover - interface
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +49,7 @@ class LoadedPlugin:
 
 
 def _is_plugin(obj: object) -> bool:
-    return (inspect.isclass(obj) and obj is not GatePlugin
+    return (inspect.isclass(obj) and obj not in (GatePlugin, GateResult)
             and callable(getattr(obj, "run", None)) and hasattr(obj, "name")
             and obj.__module__ != GatePlugin.__module__)
 
@@ -81,6 +72,7 @@ def _instances(module: Any, origin: str) -> list[tuple[Any, str]]:
 
 
 def _load_file(path: Path) -> list[tuple[Any, str]]:
+    provide()  # seed 000's example imports Bernstein's names: they resolve here too
     name = f"bernstein_tui_gate_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
