@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.sdd.sanitize import CELL_LIMIT, data_text
 from console.sdd.source_protocol import Source
 from console.sdd.state import State
 from console.tui.messages import ShowTask
 from console.tui.quality import chain_totals
-from console.tui.screens.built_view import BuiltView
-from console.tui.screens.narrow import FitsNarrow
-from console.tui.widgets.list_table import ListTable, Row, sync_rows
+from console.tui.screens.table_screen import TableScreen
+from console.tui.widgets.list_table import Row, sync_rows
 
 #: the table keeps the most recent chains; the totals count every one
 MAX_CHAIN_ROWS = 1000
+COLUMNS = (("chain", "Chain"), ("task", "Task"), ("role", "Role"), ("ladder", "Models tried"),
+           ("outcome", "Outcome"), ("cost", "Cost"), ("saved", "Saved"),
+           ("why", "Escalated because"))
 
 
 def chain_rows(state: State) -> list[tuple[str, ...]]:
@@ -45,8 +45,9 @@ def totals_text(state: State) -> str:
             f"${totals.saved_usd:.4f}")
 
 
-class ChainsScreen(FitsNarrow, BuiltView, Screen[None]):
-    AUTO_FOCUS = "DataTable"  # its content, from the first key
+class ChainsScreen(TableScreen):
+    TITLE_ID, TABLE_ID = "chains-totals", "chains-table"
+    COLUMNS = COLUMNS
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"chains"})
     BINDINGS = [Binding("escape,q,C", "app.pop_screen", "Back")]  # enter: the task
 
@@ -54,19 +55,6 @@ class ChainsScreen(FitsNarrow, BuiltView, Screen[None]):
         super().__init__()
         self.source = source  # read under its lock: the watcher thread writes the State
         self.task_of: dict[str, str] = {}  # chain id → its task id
-
-    def compose(self) -> ComposeResult:
-        yield Static("", id="chains-totals", classes="screen-title", markup=False)
-        yield ListTable(id="chains-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in (("chain", "Chain"), ("task", "Task"), ("role", "Role"),
-                           ("ladder", "Models tried"), ("outcome", "Outcome"),
-                           ("cost", "Cost"), ("saved", "Saved"), ("why", "Escalated because")):
-            table.add_column(label, key=key)
-        self.refresh_rows()
 
     def build_view(self) -> tuple[list[Row], str, dict[str, str]]:
         """In a worker thread: the rows, newest first, the totals line and each chain's

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.sdd.missions import Mission
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 from console.sdd.source_protocol import Source
 from console.tui.messages import OperatorRequest, ShowTask
-from console.tui.screens.built_view import BuiltView
-from console.tui.screens.narrow import FitsNarrow
-from console.tui.widgets.list_table import ListTable, Row, sync_rows
+from console.tui.screens.table_screen import TableScreen
+from console.tui.widgets.list_table import Row, sync_rows
 
 GLYPHS = {"waiting": "… waiting", "passed": "✓ passed", "failed": "✗ failed (halted)",
           "released": "⇥ released"}
@@ -80,8 +77,9 @@ def missions_line(missions: list[dict[str, Any]], problems: list[str]) -> str:
     return text
 
 
-class MissionsScreen(FitsNarrow, BuiltView, Screen[None]):
-    AUTO_FOCUS = "DataTable"
+class MissionsScreen(TableScreen):
+    TITLE_ID, TABLE_ID = "missions-line", "missions-table"
+    COLUMNS = COLUMNS
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"phase_gates", "tasks"})
     BINDINGS = [Binding("escape,q,m", "app.pop_screen", "Back"),
                 Binding("a", "release", "Release gate")]
@@ -90,17 +88,6 @@ class MissionsScreen(FitsNarrow, BuiltView, Screen[None]):
         super().__init__()
         self.source = source
         self.missions: list[dict[str, Any]] = []
-
-    def compose(self) -> ComposeResult:
-        yield Static("", id="missions-line", classes="screen-title", markup=False)
-        yield ListTable(id="missions-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        self.refresh_rows()
 
     def build_view(self) -> tuple[list[dict[str, Any]], list[str]]:
         return load_view(self.source)

@@ -9,18 +9,15 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.model import ReviewFlag
 from console.sdd.sanitize import CELL_LIMIT, data_text
 from console.sdd.source_protocol import Source
 from console.tui.messages import ShowTask
-from console.tui.screens.built_view import BuiltView
-from console.tui.screens.narrow import FitsNarrow
-from console.tui.widgets.list_table import ListTable, Row, sync_rows
+from console.tui.screens.table_screen import TableScreen
+from console.tui.widgets.list_table import Row, sync_rows
 
 COLUMNS = (("when", "When"), ("task", "Task"), ("attempt", "Try"), ("source", "Check"),
            ("detail", "Why it wants a human"))
@@ -49,8 +46,9 @@ def _when(timestamp: float | None) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
-class ReviewQueueScreen(FitsNarrow, BuiltView, Screen[None]):
-    AUTO_FOCUS = "DataTable"
+class ReviewQueueScreen(TableScreen):
+    TITLE_ID, TABLE_ID = "review-line", "review-table"
+    COLUMNS = COLUMNS
     SECTIONS: ClassVar[frozenset[str]] = frozenset({"reviews"})
     BINDINGS = [Binding("escape,q,V", "app.pop_screen", "Back")]
 
@@ -58,17 +56,6 @@ class ReviewQueueScreen(FitsNarrow, BuiltView, Screen[None]):
         super().__init__()
         self.source = source
         self._shown: dict[str, ReviewFlag] = {}
-
-    def compose(self) -> ComposeResult:
-        yield Static("", id="review-line", classes="screen-title", markup=False)
-        yield ListTable(id="review-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        self.refresh_rows()
 
     def build_view(self) -> list[tuple[str, ReviewFlag]]:
         with self.source.lock:
