@@ -8,6 +8,7 @@ here, so `from console.model import GateResult` keeps working.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -110,6 +111,19 @@ DEAD_ENDS = frozenset({"failed", "cancelled", "abandoned", "refused"})
 # -- the model ladder (seeds 001/002): cheapest first ---------------------------------
 
 DEFAULT_LADDER: tuple[str, ...] = ("haiku", "sonnet", "opus")
+#: each vendor CLI's own ladder, in its own model names (its aliases where it has them);
+#: `cascade.ladders` overrides, `cascade.ladder` is for every other adapter (script…)
+ADAPTER_LADDERS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    "claude": DEFAULT_LADDER,
+    "codex": ("gpt-6-luna", "gpt-6.1-sol", "gpt-6-astra"),
+    "gemini": ("flash-lite", "flash", "pro"),
+})
+#: names that mark a model as one vendor's: a pin meant for another CLI is refused
+MODEL_FAMILIES: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    "claude": ("claude", "haiku", "sonnet", "opus"),
+    "codex": ("gpt-", "codex", "o3", "o4-"),
+    "gemini": ("gemini", "flash", "pro"),
+})
 #: a model's default reasoning effort, by the ladder name it contains; else "high"
 EFFORT_BY_MODEL: MappingProxyType[str, str] = MappingProxyType({"opus": "max", "haiku": "low"})
 
@@ -135,6 +149,31 @@ def next_model(current: str | None, ladder: tuple[str, ...] = DEFAULT_LADDER
 def effort_of(model: str) -> str:
     name = model.lower()
     return next((e for key, e in EFFORT_BY_MODEL.items() if key in name), "high")
+
+
+def family_of(model: str) -> str | None:
+    """The vendor CLI a model name belongs to (None: not one we know)."""
+    name = model.lower()
+    return next((cli for cli, marks in MODEL_FAMILIES.items()
+                 if any(mark in name for mark in marks)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Ladders:
+    """The model ladder of each task: its adapter's (the task's `cli`, the adapter its
+    last attempt ran, else the project's default), else the project's `cascade.ladder`."""
+
+    default: tuple[str, ...] = DEFAULT_LADDER
+    by_adapter: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: ADAPTER_LADDERS)
+    adapter: str = "auto"  # agents.default
+
+    def adapter_of(self, task: Task | None) -> str:
+        if task is None:
+            return self.adapter
+        return str(task.extra.get("cli") or task.metadata.get("adapter") or self.adapter)
+
+    def of(self, task: Task | None = None, adapter: str | None = None) -> tuple[str, ...]:
+        return self.by_adapter.get(adapter or self.adapter_of(task), self.default)
 
 
 #: a gate result's status and its glyph (the word is always shown beside it)

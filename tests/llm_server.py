@@ -7,8 +7,10 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.http_kit import loopback, send_json
 
 Answer = Callable[[dict[str, Any], int], tuple[int, str]]  # (request body, n) → (status, text)
 
@@ -25,26 +27,15 @@ def llm_server(answer: Answer) -> Iterator[tuple[str, list[dict[str, Any]]]]:
                 seen.append(body)
                 number = len(seen)
             status, text = answer(body, number)
-            payload = json.dumps({
+            send_json(self, {
                 "model": body.get("model"), "choices": [{"message": {"content": text}}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 50}}).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+                "usage": {"prompt_tokens": 100, "completion_tokens": 50}}, status)
 
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback(Handler) as url:
+        yield f"{url}/v1", seen
 
 
 def system_of(body: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from console.engine.llm import LlmClient
 from console.engine.lock import pid_alive
 from console.model import CompletionSignal, Task
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, AgentsConfig, LlmConfig
+from tests.http_kit import loopback, send_json
 
 SPAWNER = """
 import subprocess, sys, time
@@ -146,12 +147,7 @@ class _Endpoint(BaseHTTPRequestHandler):
         type(self).seen.append({"path": self.path, "body": body,
                                 "auth": self.headers.get("Authorization")})
         status, reply = type(self).replies.pop(0)
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, reply, status)
 
     def do_GET(self) -> None:
         self.send_response(204)
@@ -163,12 +159,9 @@ class _Endpoint(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     _Endpoint.replies, _Endpoint.seen = [], []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with loopback(_Endpoint) as url:
+        yield url
 
 
 def _chat(text: str) -> dict:

@@ -133,10 +133,10 @@ def test_controls_from_the_cli(project: tuple[Path, dict[str, str]]) -> None:
     retried = run_cli(root, env, "retry", "E1")
     assert retried.returncode == 0, retried.stderr
     assert tasks(root)["E1"].status == "open" and tasks(root)["E1"].retry_count == before + 1
-    escalated = run_cli(root, env, "escalate", "M1")  # it failed on the bottom tier
-    assert escalated.returncode == 0, escalated.stderr
-    assert escalated.stdout.strip() == "task M1 reopened on sonnet (was haiku)"
-    assert tasks(root)["M1"].model == "sonnet" and tasks(root)["M1"].status == "open"
+    escalated = run_cli(root, env, "escalate", "M1")  # failed on codex's bottom tier
+    assert escalated.returncode == 0, escalated.stderr  # (its cli's ladder, #21)
+    assert escalated.stdout.strip() == "task M1 reopened on gpt-6.1-sol (was gpt-6-luna)"
+    assert tasks(root)["M1"].model == "gpt-6.1-sol" and tasks(root)["M1"].status == "open"
     top = run_cli(root, env, "escalate", "F1")  # the cascade already took it to opus
     assert top.returncode == 1 and "already runs on the top tier (opus)" in top.stderr
     cancelled = run_cli(root, env, "cancel", "B1", "--reason", "not needed")
@@ -145,8 +145,8 @@ def test_controls_from_the_cli(project: tuple[Path, dict[str, str]]) -> None:
     assert tasks(root)["B1"].result_summary == "not needed"
     refused = run_cli(root, env, "retry", "B1")
     assert refused.returncode == 1 and "cancelled, which is terminal" in refused.stderr
-    # the escalated task's next attempt really runs on sonnet
+    # the escalated task's next attempt really runs on the next rung
     rerun = run_cli(root, env, "run", "--until-idle", "--workers", "2")
     assert_idle_exit(root, rerun.returncode, rerun.stdout + rerun.stderr)
     chain = tasks(root)["M1"].metadata["last_chain"]
-    assert chain[0]["model"] == "sonnet"
+    assert chain[0]["model"] == "gpt-6.1-sol"

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.engine import autofix
-from console.engine.agents.adapters import AgentContext, build_command, choose_adapter
+from console.engine.agents.adapters import (
+    AgentContext,
+    build_command,
+    check_model,
+    choose_adapter,
+    planned_adapter,
+)
+from console.engine.agents.clis import not_logged_in
 from console.engine.agents.process import run_agent, scrubbed_env
 from console.engine.cascade import (
     FAILURE_FLAG,
@@ -49,6 +56,7 @@ from console.engine.roles import Role, load_role, render_prompt
 from console.engine.safegit import child_env
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
+from console.sdd.agent_transcript import STRUCTURED, AgentReport, read_report
 from console.sdd.fileio import append_jsonl, atomic_write_json
 from console.sdd.gate_config import FIX
 from console.sdd.gate_records import write_gate_run
@@ -86,6 +94,7 @@ class AttemptRunner:
         self.events = events
         self.engine_session = engine_session
         self._phases: dict[str, tuple[str, str, int]] = {}  # session -> its stage
+        self._reports: dict[str, AgentReport] = {}  # session -> what its CLI reported
 
     # -- bookkeeping files -----------------------------------------------------
 
@@ -121,10 +130,10 @@ class AttemptRunner:
         session = running.session
         branch = f"bernstein/{task.id}-{attempt}"
         role = load_role(task.role, self.paths.root / self.config.roles_dir)
-        step = self.chains.plan(task, role)
+        adapter = planned_adapter(task, self.config.agents, os.environ)
+        step = self.chains.plan(task, role, adapter)  # on that adapter's own ladder
         worktree = self.paths.sdd / "worktrees" / session
         log_path = self.paths.sdd / "runtime" / f"{session}.log"
-        adapter = task.extra.get("cli") or self.config.agents.default
         try:
             task = self.store.transition(
                 task.id, TaskState.IN_PROGRESS, assigned_agent=session,
@@ -151,6 +160,10 @@ class AttemptRunner:
             threading.Thread(target=self._beat, args=(session, beat), daemon=True,
                              name=f"heartbeat-{session}").start()
             end = self._work(task, running, attempt, step, role, worktree, log_path, branch)
+            report = self._reports.pop(session, None)
+            if report is not None:
+                end = dataclasses.replace(end, cost_usd=report.cost_usd,
+                                          final_message=report.final_message[:2000])
         except EngineError as exc:
             end = AttemptEnd(TaskState.FAILED, str(exc), trigger=HARD_FAILURE)
         except Exception as exc:  # whatever happens, the task gets a verdict and a cleanup
@@ -201,6 +214,7 @@ class AttemptRunner:
         ctx = AgentContext(task, prompt, model, effort, attempt, worktree, env)
         try:
             adapter = choose_adapter(task, self.config.agents, env)
+            check_model(adapter, model)
             command = build_command(adapter, ctx, self.config.agents)
             if adapter != task.metadata.get("adapter"):  # `auto` resolved: the metrics'
                 self.store.update(task.id, metadata={"adapter": adapter})  # provider
@@ -218,7 +232,14 @@ class AttemptRunner:
             return AttemptEnd(TaskState.FAILED,
                               f"adapter {adapter} could not start: {exc.strerror or exc}",
                               trigger="adapter")
-        tokens = usage_from_output(result.output_tail)
+        report = read_report(adapter, log_path) if adapter in STRUCTURED else None
+        # what the CLI said it used (its JSON mode), else our own BERNSTEIN_USAGE line
+        tokens = (report.tokens_in, report.tokens_out) if report is not None and \
+            report.events else usage_from_output(result.output_tail)
+        if report is not None:  # its cost and last word go with the attempt's verdict
+            self._reports[running.session] = report
+        said = report.final_message if report is not None and report.final_message \
+            else result.output_tail  # the agent's last word, for the checks below
         if result.cancelled:
             return self._stopped(running)
         if result.timed_out:
@@ -226,10 +247,15 @@ class AttemptRunner:
                                                 f"(scope {task.scope}) and was killed",
                               trigger=HARD_FAILURE, tokens=tokens,
                               digest=result.output_tail[-2000:])
-        if result.exit_code != 0:
-            last = (result.output_tail.strip().splitlines() or [""])[-1][:200]
+        cli_error = report.error if report is not None else ""
+        if result.exit_code != 0 or cli_error:
+            login = not_logged_in(adapter, f"{cli_error}\n{result.output_tail}") \
+                if report is not None else None
+            if login:  # no stronger model fixes missing credentials
+                return AttemptEnd(TaskState.FAILED, login, trigger="adapter", tokens=tokens)
+            last = cli_error or (result.output_tail.strip().splitlines() or [""])[-1]
             return AttemptEnd(TaskState.FAILED,
-                              f"agent exited with code {result.exit_code}: {last}",
+                              f"agent exited with code {result.exit_code}: {last[:200]}",
                               trigger=HARD_FAILURE, tokens=tokens, gate="agent",
                               digest=result.output_tail[-2000:])
         files = self.repo.commit_all(worktree, f"{task.title} ({task.id}, attempt {attempt})")
@@ -269,12 +295,12 @@ class AttemptRunner:
             return self._stopped(running)
         if reviewed is not None:
             return dataclasses.replace(reviewed, files=files, tokens=tokens, extra_attempts=extra)
-        phrase = low_confidence(result.output_tail, self.cascade_config.phrases)
+        phrase = low_confidence(said, self.cascade_config.phrases)
         if phrase is not None:
             return AttemptEnd(TaskState.FAILED, f"the agent's output says {phrase!r}",
                               trigger=LOW_CONFIDENCE, files=files, tokens=tokens,
                               extra_attempts=extra)
-        if failure_flag(result.output_tail):
+        if failure_flag(said):
             return AttemptEnd(TaskState.FAILED, "the agent flagged its work as failed",
                               trigger=FAILURE_FLAG, files=files, tokens=tokens,
                               extra_attempts=extra)
@@ -282,6 +308,7 @@ class AttemptRunner:
             if running.cancel.is_set() or self.store.get(task.id).state is not \
                     TaskState.IN_PROGRESS:
                 return self._stopped(running)
+            lines = (0, 0)
             if not files:
                 message = "agent reported success; no files changed"
             else:
@@ -290,10 +317,10 @@ class AttemptRunner:
                 if not merged.ok:
                     return AttemptEnd(TaskState.FAILED, merged.message, trigger="merge",
                                       files=files, tokens=tokens, extra_attempts=extra)
-                message = merged.message
+                message, lines = merged.message, merged.lines
             self.store.transition(task.id, TaskState.DONE, reason=message)
         return AttemptEnd(TaskState.DONE, message, recorded=True, files=files, tokens=tokens,
-                          extra_attempts=extra)
+                          extra_attempts=extra, lines=lines)
 
     def _gates(self, task: Task, worktree: Path, running: Running, files: tuple[str, ...],
                branch: str) -> AttemptEnd | tuple[tuple[dict, ...], bool]:

@@ -11,6 +11,7 @@ up, and the chain — every attempt with its model, cost and reason — is recor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -19,13 +20,21 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from console.model import DEFAULT_LADDER, Task, effort_of, tier_of
+from console.model import ADAPTER_LADDERS, DEFAULT_LADDER, Ladders, Task, effort_of, tier_of
 from console.sdd.fileio import atomic_write_json, read_json_object
+from console.sdd.project_config import AgentsConfig
 
-#: $ per 1M tokens (input, output), reference §6.2
-DEFAULT_PRICES = {"haiku": (1.0, 5.0), "sonnet": (3.0, 15.0), "opus": (5.0, 25.0)}
+#: $ per 1M tokens (input, output), the one price table: claude's from reference §6.2;
+#: the others as their vendors list them at this writing (cascade.prices overrides; a
+#: CLI that reports its own cost — claude — is believed over this table)
+DEFAULT_PRICES = {
+    "haiku": (1.0, 5.0), "sonnet": (3.0, 15.0), "opus": (5.0, 25.0),
+    "gpt-6-luna": (0.25, 2.0), "gpt-6.1-sol": (1.25, 10.0), "gpt-6-astra": (5.0, 40.0),
+    "flash-lite": (0.1, 0.4), "flash": (0.3, 2.5), "pro": (1.25, 10.0),
+}
 DEFAULT_PHRASES = ("i'm not sure", "i am not sure", "partial implementation",
                    "partially implemented", "todo: escalat", "left as a placeholder",
                    "i could not", "i couldn't")
@@ -47,7 +56,8 @@ NOT_ESCALATED = frozenset({"adapter", "merge", REVIEW_UNAVAILABLE})  # no strong
 
 @dataclass(frozen=True, slots=True)
 class CascadeConfig:
-    ladder: tuple[str, ...] = DEFAULT_LADDER
+    ladder: tuple[str, ...] = DEFAULT_LADDER  # for adapters without their own
+    ladders: Ladders = field(default_factory=Ladders)  # each task's: its adapter's
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: DEFAULT_PRICES)
     phrases: tuple[str, ...] = DEFAULT_PHRASES
     epsilon: float = 0.1
@@ -69,6 +79,11 @@ def parse_cascade(raw: object, complexity: object = None) -> CascadeConfig:
     if not (isinstance(ladder, list | tuple) and ladder and all(isinstance(m, str)
                                                                  for m in ladder)):
         raise ValueError("cascade.ladder must be a list of model names")
+    by_adapter = dict(ADAPTER_LADDERS)
+    for adapter, own in (section.get("ladders") or {}).items():
+        if not (isinstance(own, list | tuple) and own and all(isinstance(m, str) for m in own)):
+            raise ValueError(f"cascade.ladders.{adapter} must be a list of model names")
+        by_adapter[str(adapter)] = tuple(own)
     prices = dict(DEFAULT_PRICES)
     for model, pair in (section.get("prices") or {}).items():
         if not (isinstance(pair, list | tuple) and len(pair) == 2):
@@ -82,6 +97,7 @@ def parse_cascade(raw: object, complexity: object = None) -> CascadeConfig:
     reviewed = tiers.get("reviewed_tiers", sorted(REVIEWED_TIERS))
     return CascadeConfig(
         ladder=tuple(ladder), prices=prices,
+        ladders=Ladders(tuple(ladder), MappingProxyType(by_adapter)),
         phrases=tuple(p.lower() for p in section.get("low_confidence_phrases", DEFAULT_PHRASES)),
         epsilon=float(section.get("epsilon", 0.1)),
         min_observations=int(section.get("min_observations", 5)),
@@ -116,10 +132,13 @@ def is_high_stakes(task: Task) -> bool:
 
 
 def cost_usd(model: str, tokens_in: int, tokens_out: int, config: CascadeConfig) -> float:
-    for name, (price_in, price_out) in config.prices.items():
-        if name.lower() in model.lower():
-            return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
-    return 0.0
+    """By the price of the longest price-table name the model contains ("flash-lite"
+    before "flash"); 0 for a model the table does not know."""
+    names = [name for name in config.prices if name.lower() in model.lower()]
+    if not names:
+        return 0.0
+    price_in, price_out = config.prices[max(names, key=len)]
+    return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
 
 
 _USAGE = re.compile(r"^BERNSTEIN_USAGE\s+(\{.*\})\s*$", re.MULTILINE)
@@ -194,6 +213,33 @@ class Step:
     skipped: tuple[str, ...] = ()
 
 
+def with_adapter(config: CascadeConfig, agents: AgentsConfig,
+                 env: Mapping[str, str]) -> CascadeConfig:
+    """The cascade with the project's default adapter (`auto` resolved) known, so a task
+    that names none climbs that adapter's ladder."""
+    from console.engine.agents.adapters import default_adapter
+    from console.engine.errors import AdapterError
+
+    try:
+        adapter = default_adapter(agents, env)
+    except AdapterError:
+        return config
+    return dataclasses.replace(config, ladders=dataclasses.replace(config.ladders,
+                                                                   adapter=adapter))
+
+
+def project_ladders(root: Path) -> Ladders:
+    """The ladders of a project's tasks, from its bernstein.yaml (ConfigError/ValueError
+    when it cannot be read)."""
+    import os
+
+    from console.sdd.project_config import load_config
+
+    config = load_config(root)
+    return with_adapter(parse_cascade(config.raw.get("cascade")), config.agents,
+                        os.environ).ladders
+
+
 class CascadeRouter:
     def __init__(self, config: CascadeConfig, bandit: Bandit) -> None:
         self.config = config
@@ -204,10 +250,12 @@ class CascadeRouter:
             return task.effort
         return effort_of(model)
 
-    def first(self, task: Task, role_model: str | None = None) -> Step:
+    def first(self, task: Task, role_model: str | None = None,
+              adapter: str | None = None) -> Step:
         """The first attempt's model: a pin, else the role's configured model (an approved
-        routing proposal writes it), else the ladder's bottom (+1 if high-stakes)."""
-        ladder = self.config.ladder
+        routing proposal writes it), else the bottom of the ladder of the task's adapter
+        (+1 if high-stakes)."""
+        ladder = self.config.ladders.of(task, adapter)
         if task.model:
             return Step(task.model, self.effort_for(task, task.model), "model pinned")
         start = 1 if is_high_stakes(task) and len(ladder) > 1 else 0
@@ -219,10 +267,9 @@ class CascadeRouter:
                             f"role {task.role} configured to start on {role_model}")
             if tier > start:
                 start, why = tier, f"role {task.role} configured to start on {ladder[tier]}"
-        return self._from(task, start, why)
+        return self._from(task, ladder, start, why)
 
-    def _from(self, task: Task, index: int, why: str) -> Step:
-        ladder = self.config.ladder
+    def _from(self, task: Task, ladder: tuple[str, ...], index: int, why: str) -> Step:
         skipped: list[str] = []
         while index < len(ladder) - 1:
             weak, note = self.bandit.weak(task.role, ladder[index])
@@ -243,10 +290,11 @@ class CascadeRouter:
         if attempts_on_model < self.config.iterations.get(tier, 1):
             return Step(model, self.effort_for(task, model),
                         f"{trigger}; iteration {attempts_on_model + 1} on {model} ({tier} tier)")
-        index = tier_of(model, self.config.ladder)
-        if index is None or index + 1 >= len(self.config.ladder):
+        ladder = self.config.ladders.of(task)
+        index = tier_of(model, ladder)
+        if index is None or index + 1 >= len(ladder):
             return None
-        return self._from(task, index + 1, f"escalated after {trigger}")
+        return self._from(task, ladder, index + 1, f"escalated after {trigger}")
 
 
 def new_chain_id() -> str:
@@ -260,7 +308,7 @@ def chain_record(task: Task, attempts: list[dict[str, Any]], succeeded: bool,
     first = attempts[0]["cost_usd"] if attempts else 0.0
     tokens_in = sum(a.get("tokens_in", 0) for a in attempts)
     tokens_out = sum(a.get("tokens_out", 0) for a in attempts)
-    top = config.ladder[-1]
+    top = config.ladders.of(task)[-1]
     direct = cost_usd(top, tokens_in, tokens_out, config) / max(1, len(attempts))
     # Bernstein numbers attempts from 0 within a chain; the task-wide number is kept aside
     numbered = [{**a, "task_attempt": a.get("attempt_number"), "attempt_number": index}

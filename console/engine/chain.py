@@ -69,9 +69,12 @@ class AttemptEnd:
     gate: str = ""  # which check failed, for the reflection
     digest: str = ""
     files: tuple[str, ...] = ()
+    lines: tuple[int, int] = (0, 0)  # added, deleted by its merge
     tokens: tuple[int, int] = (0, 0)
     kind: str = "agent"
     fix_on: str = ""  # a reviewer asked for changes: the branch whose work is to be fixed
+    cost_usd: float | None = None  # the CLI's own figure (else the price table's)
+    final_message: str = ""  # the agent's last word (a CLI's JSON mode)
     extra_attempts: tuple[dict[str, Any], ...] = field(default=())  # e.g. an autofix
 
 
@@ -85,7 +88,7 @@ class ChainKeeper:
         self.reflector = reflector
         self.events = events
 
-    def plan(self, task: Task, role: Role) -> Step:
+    def plan(self, task: Task, role: Role, adapter: str | None = None) -> Step:
         planned = task.metadata.get("next_model")
         if planned:
             return Step(str(planned), str(task.metadata.get("next_effort") or "high"),
@@ -93,7 +96,7 @@ class ChainKeeper:
         if self.router is None:  # cascade off: seed 001's deterministic router
             chosen = route(task, role)
             return Step(chosen.model, chosen.effort, chosen.reason)
-        return self.router.first(task, role.configured_model)
+        return self.router.first(task, role.configured_model, adapter)
 
     def start_metadata(self, task: Task, step: Step, attempt: int) -> dict[str, Any]:
         """What the task carries while this attempt runs (the chain so far + this one)."""
@@ -132,9 +135,11 @@ class ChainKeeper:
                 latency_s=round(time.time() - float(current["started_at"]), 3),
                 tokens_used=end.tokens[0] + end.tokens[1], tokens_in=end.tokens[0],
                 tokens_out=end.tokens[1],
-                cost_usd=round(cost_usd(current["model"], *end.tokens, self.config), 6),
+                cost_usd=round(end.cost_usd if end.cost_usd is not None else
+                               cost_usd(current["model"], *end.tokens, self.config), 6),
                 success=end.state is TaskState.DONE, files_changed=list(end.files),
-                digest=end.digest[:4000])
+                lines_changed=list(end.lines), digest=end.digest[:4000],
+                **({"final_message": end.final_message} if end.final_message else {}))
             chain[-1:-1] = [dict(a, chain_id=current["chain_id"]) for a in end.extra_attempts]
             if end.state in (TaskState.OPEN, TaskState.CANCELLED) or (
                     task.state is not TaskState.IN_PROGRESS and not end.recorded):
@@ -205,7 +210,7 @@ class ChainKeeper:
         elif (self.router is not None and trigger == GATES
                 and simple_type_errors(end.gate, end.digest)
                 and not any(a.get("kind") == "autofix" for a in chain)):
-            cheapest = self.config.ladder[0]
+            cheapest = self.config.ladders.of(task)[0]
             step = Step(cheapest, "low", f"AutoFixer: only simple type errors; the cheapest "
                                          f"model ({cheapest}) fixes them first")
             autofixing = True
@@ -246,8 +251,8 @@ class ChainKeeper:
         """The chain ends with the task: its cascade line, and the task's metrics line
         and metric points in Bernstein's formats (the one place an attempt chain ends)."""
         now = time.time()
-        public = [{k: v for k, v in a.items() if k not in ("digest", "files_changed")}
-                  for a in chain]
+        public = [{k: v for k, v in a.items()
+                   if k not in ("digest", "files_changed", "lines_changed")} for a in chain]
         append_jsonl(self.paths.of(Kind.CHAINS),
                      [chain_record(task, public, succeeded, self.config, now)])
         spent = dict(task.metadata.get("spent") or {})  # over every chain the task ran
@@ -260,7 +265,8 @@ class ChainKeeper:
             task.id, task.role, task.tenant_id, task.status, str(chain[-1]["model"]),
             str(task.metadata.get("adapter") or "") or None, spent["seconds"],
             int(spent["tokens_in"]), int(spent["tokens_out"]), spent["cost_usd"],
-            len(chain[-1].get("files_changed") or ()), now)
+            len(chain[-1].get("files_changed") or ()), now,
+            *(chain[-1].get("lines_changed") or (0, 0)))
         append_jsonl(self.paths.of(Kind.TASK_METRICS), [encode_task_metric(finished)])
         for metric_type, point in metric_points(finished).items():
             append_jsonl(metric_point_file(self.paths.sdd, metric_type, now), [point],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from console.control import Control, Outcome
 from console.engine import evolution_apply, inbox, operations
-from console.engine.cascade import parse_cascade
+from console.engine.cascade import project_ladders
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.engine.events import EventLog
@@ -126,11 +126,11 @@ class FileControl:
 
     def escalate(self, task_id: str, model: str | None = None) -> Outcome:
         try:
-            ladder = parse_cascade(load_config(self.paths.root).raw.get("cascade")).ladder
+            ladders = project_ladders(self.paths.root)
         except (ValueError, TypeError, ConfigError) as exc:
             return Outcome.refused(f"bernstein.yaml: {exc}")
         return self._with_store(lambda store: operations.escalate(store, task_id, model,
-                                                                  ladder))
+                                                                  ladders))
 
     def cancel(self, task_id: str, reason: str) -> Outcome:
         return self._with_store(lambda store: operations.cancel(store, task_id, reason))

@@ -18,7 +18,7 @@ from console.control import Outcome
 from console.engine import inbox, requests
 from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
-from console.engine.cascade import Bandit, CascadeRouter, parse_cascade
+from console.engine.cascade import Bandit, CascadeRouter, parse_cascade, with_adapter
 from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
@@ -57,10 +57,9 @@ TICK_S = 0.2
 
 class Engine:
     def __init__(self, root: Path, *, workers: int | None = None,
-                 config: ProjectConfig | None = None,
-                 echo: Callable[[EngineEvent], None] | None = None, fsync: bool = True,
-                 on_write_problem: Callable[[str | None], None] | None = None,
-                 trusted: bool = False) -> None:
+                 config: ProjectConfig | None = None, fsync: bool = True, trusted: bool = False,
+                 echo: Callable[[EngineEvent], None] | None = None,
+                 on_write_problem: Callable[[str | None], None] | None = None) -> None:
         self.paths = SddPaths(root.resolve())
         self.trusted = trusted  # True: the caller vouches (a demo it just wrote)
         self.config = config if config is not None else load_config(self.paths.root)
@@ -151,16 +150,17 @@ class Engine:
     def _chains(self, llm: LlmClient) -> ChainKeeper:
         """The cascade (unless `cascade: {enabled: false}`), bandit and reflection memory."""
         raw = self.config.raw.get("cascade")
-        try:
-            cascade = parse_cascade(raw, self.config.raw.get("complexity"))
+        try:  # each task's ladder: its adapter's, `auto` resolved
+            cascade = with_adapter(parse_cascade(raw, self.config.raw.get("complexity")),
+                                   self.config.agents, os.environ)
         except Exception as exc:  # any malformed value: one line naming the section
             raise EngineError(f"bernstein.yaml: cascade/complexity: {exc}") from None
         enabled = not (isinstance(raw, dict) and raw.get("enabled") is False)
         bandit = Bandit(self.paths.sdd / "routing" / "cascade_bandit.json", cascade)
         router = CascadeRouter(cascade, bandit) if enabled else None
         reflector = Reflector(self.paths, llm, on_note=lambda m: self.events.warning(m))
-        tail = JsonlTail(self.paths.of(Kind.REFLECTIONS))
-        reflector.remember([record for _, record in tail.read().records])
+        reflector.remember([r for _, r in
+                            JsonlTail(self.paths.of(Kind.REFLECTIONS)).read().records])
         self.reflector = reflector
         return ChainKeeper(self.paths, self.store, router, cascade, reflector, self.events)
 

@@ -33,6 +33,7 @@ class MergeResult:
     message: str
     conflicts: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    lines: tuple[int, int] = (0, 0)  # added, deleted (text files) by the merge
 
 
 class _Git:
@@ -211,7 +212,22 @@ class GitRepo:
                 return MergeResult(False, f"merge failed: {exc.line}")
             merged = tuple(n for n in files.splitlines() if n)
             return MergeResult(True, f"merged {len(merged)} file(s) into {self.base}",
-                               files=merged)
+                               files=merged, lines=self._merged_lines(cmd))
+
+    @staticmethod
+    def _merged_lines(cmd: _Git) -> tuple[int, int]:
+        """Lines added and deleted by the merge just made (its first parent's diff);
+        binary files count none."""
+        try:
+            stat = cmd.execute(["git", "diff", "--numstat", *NO_DIFF_PROGRAMS, "HEAD^1", "HEAD"])
+        except GitFailed:
+            return (0, 0)
+        added = deleted = 0
+        for row in stat.splitlines():
+            parts = row.split("\t")
+            if len(parts) >= 3 and parts[0].isdigit() and parts[1].isdigit():
+                added, deleted = added + int(parts[0]), deleted + int(parts[1])
+        return (added, deleted)
 
     def _dirty(self, merging: str) -> list[str]:
         """Files the merge would touch that have uncommitted changes in the checkout."""

@@ -18,7 +18,7 @@ from console.action_rules import (
 from console.control import Outcome
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.store import TaskStore
-from console.model import DEFAULT_LADDER, TaskState, effort_of, next_model
+from console.model import Ladders, TaskState, effort_of, next_model
 
 
 def retry(store: TaskStore, task_id: str) -> Outcome:
@@ -41,10 +41,12 @@ def retry(store: TaskStore, task_id: str) -> Outcome:
 
 
 def escalate(store: TaskStore, task_id: str, model: str | None = None,
-             ladder: tuple[str, ...] = DEFAULT_LADDER) -> Outcome:
-    """The next attempt runs on a stronger model; a failed task is reopened for it."""
+             ladders: Ladders | None = None) -> Outcome:
+    """The next attempt runs on a stronger model (on the ladder of the task's adapter);
+    a failed task is reopened for it."""
     try:
         task = store.get(task_id)
+        ladder = (ladders or Ladders()).of(task)
         refusal = escalate_refusal(task, ladder, model)
         if refusal is not None:
             return Outcome.refused(refusal)

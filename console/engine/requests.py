@@ -66,7 +66,7 @@ def handle(engine: Engine, request: dict[str, object]) -> Outcome:
     elif action == "escalate":
         model = request.get("model")
         outcome = operations.escalate(engine.store, task_id, str(model) if model else None,
-                                      engine.runner.chains.config.ladder)
+                                      engine.runner.chains.config.ladders)
     elif action == "cancel":
         reason = str(request.get("reason") or "cancelled by the operator")
         outcome = operations.cancel(engine.store, task_id, reason, engine.stop_agent)

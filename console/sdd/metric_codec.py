@@ -313,6 +313,8 @@ class FinishedTask:
     cost_usd: float
     files_modified: int
     timestamp: float
+    lines_added: int = 0  # by its merge (none when it did not merge)
+    lines_deleted: int = 0
 
     @property
     def success(self) -> bool:
@@ -331,7 +333,8 @@ def encode_task_metric(done: FinishedTask) -> dict[str, Any]:
         "duration_seconds": round(done.seconds, 3), "tokens_prompt": done.tokens_in,
         "tokens_completion": done.tokens_out, "cost_usd": round(done.cost_usd, 6),
         "janitor_passed": done.success, "files_modified": done.files_modified,
-        "lines_added": 0, "lines_deleted": 0, "status": done.status, "success": done.success,
+        "lines_added": done.lines_added, "lines_deleted": done.lines_deleted,
+        "status": done.status, "success": done.success,
     }
 
 

@@ -29,6 +29,18 @@ BERNSTEIN_YAML = """\
 # agents:
 #   script:
 #     command: ["python", "agent.py"]   # task JSON on stdin; exit 0 claims success
+#   # what the vendor CLIs need, passed through the scrubbed environment (set the
+#   # values in the engine's own environment, never in this file):
+#   env:
+#     - ANTHROPIC_API_KEY        # claude (or CLAUDE_CONFIG_DIR for a logged-in config)
+#     # - ANTHROPIC_BASE_URL     # claude, through a proxy or gateway
+#     # - OPENAI_API_KEY         # codex
+#     # - CODEX_HOME             # codex, its config.toml (another endpoint: a
+#     #                          #   [model_providers.X] with base_url) and login
+#     # - GEMINI_API_KEY         # gemini
+#     # - GOOGLE_GEMINI_BASE_URL # gemini, another endpoint (with it, set
+#     #                          #   security.auth.selectedType: gemini-api-key in
+#     #                          #   ~/.gemini/settings.json)
 
 # quality_gates:
 #   enabled: true
@@ -41,7 +53,11 @@ BERNSTEIN_YAML = """\
 #   base_ref: main
 
 # cascade:
-#   ladder: [haiku, sonnet, opus]
+#   ladder: [haiku, sonnet, opus]    # for script/generic agents
+#   ladders:                         # each vendor CLI's own (these are the defaults)
+#     claude: [haiku, sonnet, opus]
+#     codex: [gpt-6-luna, gpt-6.1-sol, gpt-6-astra]
+#     gemini: [flash-lite, flash, pro]
 
 # sla:
 #   warning_threshold: 0.8

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from console.sdd.agent_transcript import STRUCTURED, readable
 from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
 from console.sdd.fileio import append_jsonl, atomic_write_json, read_log_tail, read_tail
 
@@ -130,8 +131,11 @@ def read_local(root: Path, task_id: str, metadata: dict[str, Any]) -> TaskLive:
         heartbeat, beat_problem = read_heartbeat(root, session)
         problem = problem or beat_problem
     log = metadata.get("log")
-    return TaskLive(progress=tuple(progress), heartbeat=heartbeat,
-                    log=read_log_tail(root, str(log)) if log else None, problem=problem)
+    text = read_log_tail(root, str(log)) if log else None
+    adapter = str(metadata.get("adapter") or "")
+    if text is not None and adapter in STRUCTURED:  # a CLI's JSON mode: as a transcript
+        text = readable(adapter, text) or text
+    return TaskLive(progress=tuple(progress), heartbeat=heartbeat, log=text, problem=problem)
 
 
 def from_detail(body: dict[str, Any]) -> TaskLive:

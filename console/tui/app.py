@@ -170,16 +170,15 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
                             group="settings", exit_on_error=False)
 
     def _read_ladder(self) -> None:
-        """bernstein.yaml's cascade.ladder, for escalate's top-tier check (a file: read
-        in a thread; a broken one keeps the default, the engine says why)."""
-        from console.engine.cascade import parse_cascade
-        from console.sdd.project_config import ConfigError, load_config
+        """bernstein.yaml's ladders, for escalate's top-tier check (a file: read in a
+        thread; a broken one keeps the defaults, the engine says why)."""
+        from console.engine.cascade import project_ladders
+        from console.sdd.project_config import ConfigError
 
         try:
-            ladder = parse_cascade(load_config(self.project_root).raw.get("cascade")).ladder
+            self.main.ladders = project_ladders(self.project_root)
         except (ValueError, TypeError, ConfigError, OSError):
             return
-        self.main.ladder = ladder
 
     # -- called in the watcher thread: only compute and post -------------------
 

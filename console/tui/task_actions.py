@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from console.action_rules import cancel_refusal, escalate_refusal, retry_refusal
 from console.control import Outcome
-from console.model import DEFAULT_LADDER, Task
+from console.model import Ladders, Task
 from console.tui.messages import OperatorRequest
 
 if TYPE_CHECKING:
@@ -28,8 +28,8 @@ class TaskActions(_Screen):
     read_only: bool
     selected: str | None
     source: Source
-    #: the project's model ladder (bernstein.yaml cascade.ladder), for escalate's check
-    ladder: tuple[str, ...] = DEFAULT_LADDER
+    #: the project's model ladders (each task's: its adapter's), for escalate's check
+    ladders: Ladders = Ladders()
 
     def _refused(self, action: str, target: str,
                  rule: Callable[[Task], str | None]) -> bool:
@@ -74,7 +74,7 @@ class TaskActions(_Screen):
     def action_escalate(self, task_id: str | None = None) -> None:
         target = self._target("escalate", task_id)
         if target is not None and not self._refused(
-                "escalate", target, lambda task: escalate_refusal(task, self.ladder)):
+                "escalate", target, lambda task: escalate_refusal(task, self.ladders.of(task))):
             self._confirmed("escalate", f"Escalate task {target}?",
                             "Its next attempt runs on the next, more expensive model tier; "
                             "a failed task is reopened for it.",

@@ -3,8 +3,9 @@
 `script` is the contract the demo and the tests use (DESIGN §4): the argv from
 `agents.script.command`, the task as one JSON object on stdin. `generic` fills
 `{prompt}` and `{model}` into an argv template. `claude`, `codex` and `gemini`
-use their real non-interactive modes and must be on PATH; a missing one fails
-the attempt at once with "adapter X is not installed".
+run in their non-interactive JSON modes with the flags of the installed version
+(engine/agents/clis.py) and must be on PATH; a missing one fails the attempt at once
+with "adapter X is not installed".
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from console.engine.agents.clis import FLAGS, installed_version, launch, missing_login
 from console.engine.agents.process import AgentCommand
 from console.engine.errors import AdapterError
-from console.model import Task
+from console.model import ADAPTER_LADDERS, Task, family_of
 from console.sdd.project_config import AgentsConfig
 
 ADAPTERS = ("script", "generic", "claude", "codex", "gemini")
@@ -79,27 +81,46 @@ def build_command(adapter: str, ctx: AgentContext, config: AgentsConfig) -> Agen
         argv = tuple(part.replace("{prompt}", ctx.prompt).replace("{model}", ctx.model)
                      for part in template)
         return AgentCommand(_resolve_argv0(argv, ctx, adapter), b"", env)
-    if adapter == "claude":
-        binary = _which("claude", env, adapter)
-        return AgentCommand((binary, "-p", ctx.prompt, "--model", ctx.model,
-                             "--output-format", "text", "--dangerously-skip-permissions"),
-                            b"", env)
-    if adapter == "codex":
-        binary = _which("codex", env, adapter)
-        return AgentCommand((binary, "exec", "--model", ctx.model, "--full-auto",
-                             "--skip-git-repo-check", ctx.prompt), b"", env)
-    if adapter == "gemini":
-        binary = _which("gemini", env, adapter)
-        return AgentCommand((binary, "--model", ctx.model, "--yolo", "--prompt", ctx.prompt),
-                            b"", env)
+    if adapter in FLAGS:
+        binary = _which(adapter, env, adapter)
+        login = missing_login(adapter, env)
+        if login:
+            raise AdapterError(login)
+        started = launch(adapter, installed_version(binary, env), ctx.prompt, ctx.model,
+                         ctx.effort)
+        return AgentCommand((binary, *started.argv), b"", {**env, **started.env})
     raise AdapterError(f"unknown adapter '{adapter}' (known: {', '.join(ADAPTERS)})")
+
+
+def check_model(adapter: str, model: str) -> None:
+    """A model meant for another vendor's CLI is refused before it is sent (a ticket
+    pinned to `opus` on codex): AdapterError naming the adapter's own ladder."""
+    family = family_of(model)
+    if adapter in ADAPTER_LADDERS and family is not None and family != adapter:
+        raise AdapterError(f"model {model} is a {family} model; adapter {adapter} runs its "
+                           f"own ({', '.join(ADAPTER_LADDERS[adapter])}, or any it accepts)")
 
 
 def choose_adapter(task: Task, config: AgentsConfig, env: Mapping[str, str]) -> str:
     """The task's own `cli`, else the configured default; `auto` picks what is available."""
     wanted = str(task.extra.get("cli") or config.default or "auto")
-    if wanted != "auto":
-        return wanted
+    return wanted if wanted != "auto" else default_adapter(config, env)
+
+
+def planned_adapter(task: Task, config: AgentsConfig, env: Mapping[str, str]) -> str:
+    """The adapter whose ladder the task is planned on: as choose_adapter, an unusable
+    one named as asked (the attempt that starts it says why it cannot run)."""
+    try:
+        return choose_adapter(task, config, env)
+    except AdapterError:
+        return str(task.extra.get("cli") or config.default)
+
+
+def default_adapter(config: AgentsConfig, env: Mapping[str, str]) -> str:
+    """`agents.default`, `auto` resolved: a configured script, else the first vendor CLI
+    on PATH, else a configured generic command; AdapterError when there is none."""
+    if config.default and config.default != "auto":
+        return config.default
     if "script" in config.commands:
         return "script"
     for name in ("claude", "codex", "gemini"):
