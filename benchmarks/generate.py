@@ -69,6 +69,10 @@ class Sizes:
         return cls(tasks=200, gate_lines=2_000, chains=100, reflections=100, proposals=10,
                    reviews=20, sla_events=20, gate_reports=20, tickets=6)
 
+    def scaled(self, factor: float) -> Sizes:
+        """Every count times `factor` (the scale curve: 3x, 10x the large project)."""
+        return Sizes(**{k: max(1, round(v * factor)) for k, v in asdict(self).items()})
+
     @classmethod
     def tiny(cls) -> Sizes:
         return cls(tasks=60, gate_lines=300, chains=20, reflections=20, proposals=6,

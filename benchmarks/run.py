@@ -27,6 +27,7 @@ from benchmarks import (  # noqa: E402
     display_sanitize,
     engine_throughput,
     first_paint,
+    full_read,
     gate_cache,
     hostile,
     idle,
@@ -37,6 +38,7 @@ from benchmarks.common import Figure, machine  # noqa: E402
 
 SUITES: dict[str, Callable[[bool], list[Figure]]] = {
     "first_paint": first_paint.run,
+    "full_read": full_read.run,
     "latency": latency.run,
     "burst": burst.run,
     "append_cost": append_cost.run,

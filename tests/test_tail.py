@@ -239,3 +239,65 @@ def test_review_findings_on_odd_jsonl(tmp_path: Path) -> None:
     became_dir.mkdir()
     batch = tail.read()
     assert batch.reset and batch.file_error == "is a directory, expected a JSONL file"
+
+
+def _stdlib_reading(data: bytes, limit: int) -> tuple[list, list]:
+    """The oracle: every line through the standard library alone, as the reader did
+    before it parsed with msgspec."""
+    records, problems = [], []
+    for number, raw in enumerate(data.split(b"\n")[:-1], 1):
+        if len(raw) > limit:
+            problems.append((number, f"line is {len(raw)} bytes, over the {limit}-byte "
+                                     "limit; skipped"))
+            continue
+        if not raw.strip():
+            continue
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            problems.append((number, None))  # the reason's wording: tested elsewhere
+            continue
+        if isinstance(value, dict):
+            records.append((number, value))
+        else:
+            problems.append((number, f"expected a JSON object, got {type(value).__name__}"))
+    return records, problems
+
+
+ODD_LINES = st.lists(st.one_of(
+    st.dictionaries(st.text(max_size=4), st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=6) | st.none() | st.booleans(), max_size=3)
+    .map(lambda d: json.dumps(d).encode()),
+    st.sampled_from([b"", b"   ", b"\r", b'{"a":1} {"a":2}', b'{"a":1}{"b":2}', b"[1]",
+                     b'"s"', b"null", b'{"a": NaN}', b'{"a": 1e400}', b'{"n": ' + b"9" * 5000
+                     + b"}", b'{"a": "\\ud800"}', b'{"a":"\xed\xa0\x80"}', b"\xef\xbb\xbf{}",
+                     b'{"a": [' * 3000 + b"]" * 3000 + b"}", b'{"a": 1,}', b'{"a":"x\x01"}',
+                     b'{"k": 1, "k": 2}', b"  {}  ", b'{"a": 1}\x00']),
+), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=ODD_LINES, step=st.integers(min_value=1, max_value=400),
+       limit=st.sampled_from([64, 4 * 1024 * 1024]))
+def test_reads_every_line_as_the_standard_library_does(tmp_path_factory, lines, step,
+                                                       limit) -> None:
+    """Parsed with msgspec, a block at a time where it can: the same records, and a
+    problem on the same lines, as json line by line — however the reads are cut."""
+    data = b"".join(raw + b"\n" for raw in lines)
+    path = tmp_path_factory.mktemp("odd") / "x.jsonl"
+    path.write_bytes(data)
+    tail = JsonlTail(path, "x", max_line_bytes=limit)
+    records, problems = [], []
+    while True:
+        batch = tail.read(step)
+        records += batch.records
+        problems += batch.problems
+        if not batch.more:
+            break
+    want_records, want_problems = _stdlib_reading(data, limit)
+    assert records == want_records
+    assert [p.line for p in problems] == [n for n, _ in want_problems]
+    for problem, (_, reason) in zip(problems, want_problems, strict=True):
+        assert reason is None or problem.reason == reason

@@ -50,6 +50,8 @@ def cmd_status(root: Path, as_json: bool) -> int:
         from console.cli.views import print_status
 
         print_status(summary, str(root))
+    sys.stdout.flush()
+    source.save_checkpoint()  # after the answer: the next status starts warm
     return EXIT_OK
 
 

@@ -89,6 +89,8 @@ def str_or(d: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def _to_int(key: str, value: object) -> int:
+    if type(value) is int:
+        return value  # the common case
     if isinstance(value, bool):
         raise RecordError(f"field '{key}': expected an integer, got {brief(value)}")
     if isinstance(value, int):
@@ -114,6 +116,8 @@ def int_or(d: Mapping[str, Any], key: str, default: int) -> int:
 
 
 def _to_float(key: str, value: object) -> float:
+    if type(value) is float and math.isfinite(value):
+        return value  # the common case, decided without the checks below (same result)
     if isinstance(value, bool):
         raise RecordError(f"field '{key}': expected a number, got {brief(value)}")
     if isinstance(value, (int, float)):
@@ -145,10 +149,10 @@ def float_or(d: Mapping[str, Any], key: str, default: float) -> float:
 
 def opt_bool(d: Mapping[str, Any], key: str, default: bool | None = None) -> bool | None:
     value = d.get(key)
+    if value is True or value is False:
+        return value
     if value is None:
         return default
-    if isinstance(value, bool):
-        return value
     if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
         return value.strip().lower() == "true"
     raise RecordError(f"field '{key}': expected true or false, got {brief(value)}")
@@ -186,6 +190,8 @@ def mapping(d: Mapping[str, Any], key: str) -> MappingProxyType[str, Any]:
 
 def to_epoch(key: str, value: object) -> float:
     """Epoch seconds from a number, a numeric string, an ISO-8601 string or a datetime."""
+    if type(value) is float and math.isfinite(value):
+        return value  # the common case (as _to_float would)
     if isinstance(value, dt.datetime):
         when = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
         return when.timestamp()

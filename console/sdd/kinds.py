@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from console.sdd import evolution_codec, metric_codec, task_codec
+from console.sdd import evolution_codec, gate_lines, metric_codec, task_codec
 from console.sdd.delta import Delta
 from console.sdd.paths import Kind
 
@@ -49,6 +49,8 @@ Decoder = Callable[[Mapping[str, Any]], Any]
 #: (state, record, display path, line, delta): put one decoded record into the State
 Adder = Callable[["State", Any, str, int, Delta], None]
 Resetter = Callable[["State", Delta], None]
+#: (state, whole lines, delta) → True when the block went in at once (else line by line)
+BlockAdder = Callable[["State", bytes, Delta], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class KindSpec:
     add: Adder
     reset: Resetter
     detail: bool = field(default=False)  # a task's detail shows it (follows its changes)
+    add_block: BlockAdder | None = field(default=None)  # a large kind's fast path
 
 
 def per_task_list(kind: Kind) -> tuple[Adder, Resetter]:
@@ -93,20 +96,6 @@ def _add_archive(state: State, record: Any, display: str, line: int, delta: Delt
 def _reset_archive(state: State, delta: Delta) -> None:
     state.archive.clear()
     state.archive_records = 0
-
-
-def _add_gate_line(state: State, record: Any, display: str, line: int, delta: Delta) -> None:
-    state.gate_counts[record.gate][record.status] += 1
-    state.gate_latest[record.task_id][record.gate] = record
-    state.gate_stats[record.gate].add(record)
-    delta.touched.add(record.task_id)
-
-
-def _reset_gate_lines(state: State, delta: Delta) -> None:
-    delta.touched |= state.gate_latest.keys()
-    state.gate_counts.clear()
-    state.gate_latest.clear()
-    state.gate_stats.clear()
 
 
 def _add_chain(state: State, record: Any, display: str, line: int, delta: Delta) -> None:
@@ -174,8 +163,9 @@ KINDS: Mapping[Kind, KindSpec] = {
     Kind.TASKS: KindSpec(task_codec.decode_task, Section.TASKS, _add_task, _reset_tasks),
     Kind.ARCHIVE: KindSpec(task_codec.decode_archive, Section.ARCHIVE, _add_archive,
                            _reset_archive),
-    Kind.GATE_LINES: KindSpec(metric_codec.decode_gate_line, Section.GATES, _add_gate_line,
-                              _reset_gate_lines, detail=True),
+    Kind.GATE_LINES: KindSpec(metric_codec.decode_gate_line, Section.GATES,
+                              gate_lines.add_line, gate_lines.reset, detail=True,
+                              add_block=gate_lines.add_block),
     Kind.CHAINS: KindSpec(metric_codec.decode_chain, Section.CHAINS, _add_chain,
                           _reset_chains, detail=True),
     Kind.TASK_METRICS: KindSpec(metric_codec.decode_task_metric, Section.METRICS,

@@ -71,6 +71,11 @@ class SddPaths:
     def project_config(self) -> Path:
         return self.root / "bernstein.yaml"
 
+    @property
+    def checkpoint(self) -> Path:
+        """The console's checkpoint of what it read (sdd/checkpoint.py)."""
+        return self.sdd / "caching" / "console" / "state.ckpt"
+
     def display(self, path: Path) -> str:
         """A path as shown to the operator: relative to the project when inside it."""
         try:

@@ -33,6 +33,18 @@ class ProblemLog:
         return (len(self._file_errors) + sum(len(v) for v in self._problems.values())
                 + sum(self._overflow.values()))
 
+    def problem_files(self) -> dict[str, tuple[list[Problem], int]]:
+        """Per file, the problems listed and how many more were counted (a checkpoint)."""
+        return {name: (list(items), self._overflow[name])
+                for name, items in self._problems.items()}
+
+    def restore_problems(self, name: str, listed: list[Problem], more: int) -> None:
+        """Put back a file's problems as a checkpoint kept them."""
+        if listed:
+            self._problems[name] = list(listed[:MAX_PROBLEMS_PER_FILE])
+        if more:
+            self._overflow[name] = more
+
     def _problem(self, problem: Problem) -> None:
         items = self._problems[problem.file]
         if len(items) < MAX_PROBLEMS_PER_FILE:

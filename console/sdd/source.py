@@ -30,6 +30,9 @@ FIRST_TASKS_BYTES = 256 * 1024
 #: when more than this is left after the first step, the load waits for the first paint
 HOLD_IF_LEFT_BYTES = 8 * 1024 * 1024
 HOLD_FOR_PAINT_S = 1.0  # ... but never longer than this
+#: a checkpoint is written once this much JSONL was read since the last one (smaller
+#: projects read fast enough cold and never get one)
+CHECKPOINT_AFTER_BYTES = 4 * 1024 * 1024
 
 Signature = tuple[int, int, int, int]
 
@@ -41,8 +44,14 @@ def _signature(info: os.stat_result) -> Signature:
 class LocalSource:
     """State from files under `root/.sdd/`, written by anyone."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, checkpoint_after: int | None = CHECKPOINT_AFTER_BYTES
+                 ) -> None:
+        """`checkpoint_after`: JSONL bytes read before a checkpoint is worth writing;
+        None: no checkpoint is read or written."""
         self.paths = SddPaths(root.resolve())
+        self.checkpoint_after = checkpoint_after
+        self.restored: frozenset[Kind] = frozenset()  # kinds the checkpoint put back
+        self._checkpointed = 0  # the tails' offsets summed, at the last checkpoint
         self.state = State()
         self.lock = threading.RLock()
         self.tails = {
@@ -84,7 +93,7 @@ class LocalSource:
     def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
         tail = self.tails[kind]
         try:
-            batch = tail.read(max_bytes)
+            batch = tail.read(max_bytes, blocks=True)
             with self.lock:
                 delta = self.state.apply_jsonl(kind, tail.display, batch)
         except Exception as exc:
@@ -189,12 +198,15 @@ class LocalSource:
         moment the load takes; the last record wins as soon as it is read.
         """
         total = Delta()
-        self._load_total = self._jsonl_bytes()
+        self._load_total = self.jsonl_bytes()
 
         def step(delta: Delta) -> None:
             if on_step is not None and delta:
                 on_step(delta)
             total.merge(delta)
+
+        if self.checkpoint_after is not None:
+            step(self._restore())
 
         delta, more = self._read_jsonl(Kind.TASKS, FIRST_TASKS_BYTES)
         step(delta)
@@ -221,7 +233,48 @@ class LocalSource:
         self.loaded.set()
         return total
 
-    def _jsonl_bytes(self) -> int:
+    def _restore(self) -> Delta:
+        """The checkpoint's State, for each file still as it was (sdd/checkpoint.py)."""
+        from console.sdd import checkpoint
+        from console.sdd.kinds import KINDS, Section
+
+        try:
+            restored = checkpoint.restore(self)
+        except Exception:  # a damaged checkpoint is a cold start, never a crash
+            restored = set()
+        self.restored = frozenset(restored)
+        self._checkpointed = self._read_to()
+        delta = Delta()
+        with self.lock:
+            if Kind.TASKS in restored:
+                delta.upserts.update(self.state.tasks)
+            delta.sections.update(KINDS[kind].section for kind in restored)
+            if restored:
+                delta.sections.add(Section.PROBLEMS)
+        return delta
+
+    def _read_to(self) -> int:
+        return sum(tail.offset for tail in list(self.tails.values()))
+
+    def save_checkpoint(self, force: bool = False) -> bool:
+        """Write a checkpoint when enough was read since the last one (or `force`)."""
+        if self.checkpoint_after is None or not self.loaded.is_set():
+            return False
+        read_to = self._read_to()
+        if not force and abs(read_to - self._checkpointed) < self.checkpoint_after:
+            return False
+        from console.sdd import checkpoint
+
+        try:
+            saved = checkpoint.save(self)
+        except Exception:  # a checkpoint is a cache: failing to write one costs nothing
+            saved = False
+        if saved:
+            self._checkpointed = read_to
+        return saved
+
+    def jsonl_bytes(self) -> int:
+        """The size of every JSONL file the State is read from."""
         size = 0
         for tail in self.tails.values():
             try:
@@ -316,9 +369,12 @@ class LocalSource:
         self._watcher.start()
 
     def stop(self, timeout: float = 2.0) -> None:
+        """Stop watching; what was read since the last checkpoint is checkpointed."""
         self._stop.set()
         if self._watcher is not None:
             self._watcher.join(timeout)
+            if not self._watcher.is_alive():
+                self.save_checkpoint()
 
     @property
     def stopping(self) -> threading.Event:

@@ -10,7 +10,6 @@ task id, so views update rows in place instead of redrawing. Problems live in
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from console.model import (
@@ -34,44 +33,19 @@ from console.model import (
     TaskMetric,
     Ticket,
 )
-from console.sdd import metric_codec, server_state
+from console.sdd import gate_lines, metric_codec, server_state
 from console.sdd.delta import Delta
 from console.sdd.fields import RecordError
+from console.sdd.gate_lines import GateStats, RawGateLine
 from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import Kind
 from console.sdd.problem_log import ProblemLog
-from console.sdd.tail import TailBatch
+from console.sdd.tail import TailBatch, decode_block
 from console.sdd.tickets import TicketError
 
 __all__ = ["Delta", "GateStats", "Section", "State"]
 
 MAX_ENGINE_EVENTS = 500
-
-#: gate runs kept per gate for the quality screen's sparkline
-GATE_RECENT = 40
-
-
-@dataclass(slots=True)
-class GateStats:
-    """Running totals for one gate over every line of quality_gates.jsonl."""
-
-    runs: int = 0
-    passed: int = 0
-    skipped: int = 0  # skipped or bypassed: nothing was judged, so neither pass nor fail
-    cached: int = 0
-    total_ms: int = 0
-    recent: deque[bool | None] = field(default_factory=lambda: deque(maxlen=GATE_RECENT))
-
-    def add(self, line: GateLine) -> None:
-        judged = line.status not in ("skipped", "bypassed")
-        ok = line.status == "pass"
-        self.runs += 1
-        self.passed += ok
-        self.skipped += not judged
-        self.cached += line.cached
-        self.total_ms += max(0, line.duration_ms)
-        self.recent.append(ok if judged else None)
-
 
 class State(ProblemLog):
     """The aggregate of every file kind; mutate only through `apply_*`."""
@@ -83,7 +57,12 @@ class State(ProblemLog):
         self.archive: dict[str, ArchiveRecord] = {}
         self.archive_records = 0
         self.gate_counts: dict[str, Counter[str]] = defaultdict(Counter)
-        self.gate_latest: dict[str, dict[str, GateLine]] = defaultdict(dict)
+        #: each (task, gate)'s latest line, and each task's gates in the order they first
+        #: ran; read them through `latest_gates` (a line read in a block stays raw until
+        #: then: sdd/gate_lines.py)
+        self.gate_latest: dict[tuple[str, str], GateLine | RawGateLine] = {}
+        self.gate_order: dict[str, list[str]] = {}
+        self.gate_ids: set[str] = set()  # task and gate ids gate_lines has checked
         self.gate_reports: dict[str, GateReport] = {}
         self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
         self.chains: dict[str, Chain] = {}
@@ -125,7 +104,28 @@ class State(ProblemLog):
             self._problem(problem)
         if batch.problems:
             delta.sections.add(Section.PROBLEMS)
-        for line, raw in batch.records:
+        self._add_records(kind, display, batch.records, delta)
+        for block in batch.blocks:  # read(blocks=True): a hot kind's block at once
+            if (spec.add_block is not None and block.problem is None
+                    and len(block.data) <= batch.max_line_bytes
+                    and spec.add_block(self, block.data, delta)):
+                delta.sections.add(spec.section)
+                continue
+            records, problems = decode_block(block, display, batch.max_line_bytes)
+            for problem in problems:
+                self._problem(problem)
+                delta.sections.add(Section.PROBLEMS)
+            self._add_records(kind, display, records, delta)
+        return delta
+
+    def latest_gates(self, task_id: str) -> dict[str, GateLine]:
+        """A task's latest quality_gates.jsonl line per gate."""
+        return gate_lines.latest(self, task_id)
+
+    def _add_records(self, kind: Kind, display: str, records: list[tuple[int, Any]],
+                     delta: Delta) -> None:
+        spec = KINDS[kind]
+        for line, raw in records:
             try:
                 record = spec.decoder(raw)
             except RecordError as exc:
@@ -140,7 +140,12 @@ class State(ProblemLog):
             if kind is not Kind.TASKS:  # tasks go by key (upserts), not by section
                 delta.sections.add(spec.section)
             spec.add(self, record, display, line, delta)
-        return delta
+
+    def restore_task(self, task: Task) -> None:
+        """A task from a checkpoint (its problems come back with the file's)."""
+        self._drop_task(task.id)
+        self._state_counts[task.status] += 1
+        self.tasks[task.id] = task
 
     def _put_task(self, task: Task, display: str, line: int | None, delta: Delta) -> None:
         if task.state is None:

@@ -5,16 +5,30 @@ A `JsonlTail` remembers a byte offset, so one appended line costs the same on a
 arrives, notices truncation and replacement (size shrink, new inode, rewritten
 head) and starts over, and reports every unusable line with its number and
 reason without stopping at it.
+
+The bytes are read in chunks and handed on as `Block`s of whole lines (numbered):
+`read()` decodes them into records, `read(blocks=True)` leaves that to the caller (the
+State decodes a hot kind's block at once, sdd/gate_lines.py, and any block it cannot
+take whole through `decode_block`, line by line, with the same reasons).
+
+Lines are parsed with msgspec (one block at a time where it can: `decode_lines`), and
+any line it refuses again with the standard library, whose message is the reason shown:
+msgspec accepts a subset of what `json` accepts, with the same values (it refuses NaN,
+1e400, lone surrogates and integers over Python's 4,300-digit limit, as json does the
+last); tests/test_tail.py holds the two to the same records and problems.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from console.model import Problem
 
@@ -23,12 +37,25 @@ CHUNK_BYTES = 1024 * 1024
 _HEAD_BYTES = 64
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Whole lines as read (`data` ends with a newline; its first line is number
+    `first`), or a line skipped for its length (`problem`)."""
+
+    first: int
+    data: bytes = b""
+    problem: Problem | None = None
+
+
 @dataclass(slots=True)
 class TailBatch:
     """What one read produced."""
 
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: read(blocks=True): the lines, undecoded, in file order (records stay empty)
+    blocks: list[Block] = field(default_factory=list)
+    max_line_bytes: int = MAX_LINE_BYTES
     #: the file was truncated, replaced or removed: everything read from it before is void
     reset: bool = False
     #: why the file cannot be read right now (missing is not an error), else None
@@ -37,10 +64,31 @@ class TailBatch:
     more: bool = False
 
 
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark some editors write
+_DECODER = msgspec.json.Decoder()
+_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+_BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
+
+
+def whole_lines(data: bytes, values: list[Any]) -> bool:
+    """`values` (msgspec's decode_lines of `data`) are exactly one per line: as many as
+    newlines and no blank line (which it skips; two objects on one line it splits)."""
+    return (len(values) == data.count(b"\n") and _BLANK_FIRST.match(data) is None
+            and _BLANK_LINE.search(data) is None)
+
+
 def decode_line(raw: bytes, first: bool = False) -> dict[str, Any] | str:
     """One line's bytes → its JSON object, or the reason it is unusable."""
-    if first and raw.startswith(b"\xef\xbb\xbf"):
+    if first and raw.startswith(BOM):
         raw = raw[3:]  # a UTF-8 byte-order mark some editors write
+    try:
+        value = _DECODER.decode(raw)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        pass  # the standard library says why (or takes what msgspec would not)
+    else:
+        if isinstance(value, dict):
+            return value
+        return f"expected a JSON object, got {type(value).__name__}"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -56,6 +104,52 @@ def decode_line(raw: bytes, first: bool = False) -> dict[str, Any] | str:
     if not isinstance(value, dict):
         return f"expected a JSON object, got {type(value).__name__}"
     return value
+
+
+def decode_block(block: Block, display: str, max_line_bytes: int
+                 ) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """A block's lines → (line number, object) and a Problem for each unusable line."""
+    if block.problem is not None:
+        return [], [block.problem]
+    data = block.data
+    if len(data) <= max_line_bytes and not (block.first == 1 and data.startswith(BOM)):
+        try:  # the whole block at once when every line is one object
+            values = _DECODER.decode_lines(data)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            values = None
+        if values is not None and whole_lines(data, values) and all(
+                type(v) is dict for v in values):
+            return list(enumerate(values, block.first)), []
+    records: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    for number, raw in enumerate(data.split(b"\n")[:-1], block.first):
+        if len(raw) > max_line_bytes:
+            problems.append(_too_long(display, number, len(raw), max_line_bytes))
+            continue
+        if not raw.strip():
+            continue
+        value = decode_line(raw, first=number == 1)
+        if isinstance(value, str):
+            problems.append(Problem(display, number, value))
+        else:
+            records.append((number, value))
+    return records, problems
+
+
+def _too_long(display: str, line: int, size: int, limit: int) -> Problem:
+    return Problem(display, line, f"line is {size} bytes, over the {limit}-byte limit; skipped")
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a tail stands in the file it read (a checkpoint keeps it)."""
+
+    ident: tuple[int, int]
+    offset: int
+    line_no: int
+    head: bytes
+    pending: bytes
+    skipping: int
 
 
 class JsonlTail:
@@ -75,6 +169,34 @@ class JsonlTail:
         self._head = b""  # the first bytes, to notice a rewrite from the start
         self._probe = b""  # the bytes just before `offset`, to notice a rewrite in place
 
+    def position(self) -> Position | None:
+        """Where this tail stands; None before it has read its file."""
+        if self._ident is None:
+            return None
+        return Position(self._ident, self.offset, self.line_no, self._head,
+                        bytes(self._pending), self._skipping)
+
+    def resume(self, position: Position) -> None:
+        """Stand where a checkpoint says this file was read to (the caller checked that
+        the file is still the one read)."""
+        self._restart()
+        self._ident = position.ident
+        self.offset, self.line_no = position.offset, position.line_no
+        self._head = position.head
+        self._pending = bytearray(position.pending)
+        self._skipping = position.skipping
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return  # gone since: the next read starts over
+        try:
+            start = max(0, self.offset - _HEAD_BYTES)
+            self._probe = os.pread(fd, self.offset - start, start)
+        except OSError:
+            self._probe = b""
+        finally:
+            os.close(fd)
+
     def _restart(self) -> None:
         self.offset = 0
         self.line_no = 0
@@ -84,8 +206,10 @@ class JsonlTail:
         self._head = b""
         self._probe = b""
 
-    def read(self, max_bytes: int | None = None) -> TailBatch:
-        batch = TailBatch()
+    def read(self, max_bytes: int | None = None, *, blocks: bool = False) -> TailBatch:
+        """What was appended since the last read (at most `max_bytes` of it): decoded
+        records, or with `blocks` the undecoded blocks of whole lines."""
+        batch = TailBatch(max_line_bytes=self.max_line_bytes)
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -107,6 +231,12 @@ class JsonlTail:
             batch.file_error = f"cannot read: {exc.strerror or exc}"
         finally:
             os.close(fd)
+        if not blocks:
+            for block in batch.blocks:
+                records, problems = decode_block(block, self.display, self.max_line_bytes)
+                batch.records += records
+                batch.problems += problems
+            batch.blocks = []
         return batch
 
     def _read_fd(self, fd: int, batch: TailBatch, max_bytes: int | None) -> None:
@@ -139,34 +269,38 @@ class JsonlTail:
             self.bytes_read += len(chunk)
             budget -= len(chunk)
             self._probe = (self._probe + chunk[-_HEAD_BYTES:])[-_HEAD_BYTES:]
-            self._split(chunk, batch)
+            self._take(chunk, batch)
         batch.more = os.fstat(fd).st_size > self.offset
 
-    def _split(self, chunk: bytes, batch: TailBatch) -> None:
+    def _take(self, chunk: bytes, batch: TailBatch) -> None:
+        """A chunk's whole lines (with the half line held before them) as one block; the
+        rest held until its newline comes."""
         start = 0
-        while True:
-            end = chunk.find(b"\n", start)
+        if self._skipping:  # the end of an over-long line, if it is in this chunk
+            end = chunk.find(b"\n")
             if end < 0:
-                self._hold(chunk[start:])
+                self._skipping += len(chunk)
                 return
             self.line_no += 1
-            if self._skipping:
-                size = self._skipping + (end - start)
-                self._skipping = 0
-                batch.problems.append(Problem(
-                    self.display, self.line_no,
-                    f"line is {size} bytes, over the {self.max_line_bytes}-byte limit; skipped"))
-            else:
-                if self._pending:
-                    self._pending += chunk[start:end]
-                    raw = bytes(self._pending)
-                    self._pending.clear()
-                else:
-                    raw = chunk[start:end]
-                self._emit(raw, batch)
+            batch.blocks.append(Block(self.line_no, problem=_too_long(
+                self.display, self.line_no, self._skipping + end, self.max_line_bytes)))
+            self._skipping = 0
             start = end + 1
+        last = chunk.rfind(b"\n", start)
+        if last < 0:
+            self._hold(chunk[start:])
+            return
+        data = chunk[start:last + 1]
+        if self._pending:
+            data = bytes(self._pending) + data
+            self._pending.clear()
+        batch.blocks.append(Block(self.line_no + 1, data))
+        self.line_no += data.count(b"\n")
+        self._hold(chunk[last + 1:])
 
     def _hold(self, tail: bytes) -> None:
+        if not tail:
+            return
         if self._skipping:
             self._skipping += len(tail)
         elif len(self._pending) + len(tail) > self.max_line_bytes:
@@ -174,17 +308,3 @@ class JsonlTail:
             self._pending.clear()
         else:
             self._pending += tail
-
-    def _emit(self, raw: bytes, batch: TailBatch) -> None:
-        if len(raw) > self.max_line_bytes:
-            batch.problems.append(Problem(
-                self.display, self.line_no,
-                f"line is {len(raw)} bytes, over the {self.max_line_bytes}-byte limit; skipped"))
-            return
-        if not raw.strip():
-            return
-        value = decode_line(raw, first=self.line_no == 1)
-        if isinstance(value, str):
-            batch.problems.append(Problem(self.display, self.line_no, value))
-        else:
-            batch.records.append((self.line_no, value))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 STEP_MS = 8  # wait this long for more changes before handing a batch over
 DEBOUNCE_MS = 50  # never hold a batch longer than this
 POLL_S = 1.0  # quiet-time consistency poll
+CHECKPOINT_QUIET_S = 30.0  # no change for this long: a moment to write a checkpoint
 FALLBACK_POLL_S = 0.25
 FREEZE_AFTER_BYTES = 32 * 1024 * 1024  # records read before the load's objects are frozen
 BURST_GAP_S = 0.025  # a batch this soon after the last one: a burst is on
@@ -77,8 +78,9 @@ def _freeze_if_large(source: LocalSource) -> None:
     it is never scanned again, so a full collection over millions of records no longer
     stalls the screen for a third of a second (benchmarks/latency.py: p99 300 → 50 ms at
     10,000 tasks and 1M gate lines). Small projects are left to the collector."""
-    if sum(tail.bytes_read for tail in source.tails.values()) >= FREEZE_AFTER_BYTES:
-        gc.freeze()
+    if source.restored or sum(
+            tail.bytes_read for tail in source.tails.values()) >= FREEZE_AFTER_BYTES:
+        gc.freeze()  # (a checkpoint is only kept for a large read)
 
 
 def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: threading.Event,
@@ -100,6 +102,7 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
         _freeze_if_large(source)
 
     _safe(source, lambda: source.load(on_step=loaded_step), report)
+    source.save_checkpoint()  # a long cold read is not paid again on the next start
     _freeze_if_large(source)
     on_delta(Delta())  # the load is complete, even if it found nothing
     polling = False
@@ -114,7 +117,7 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
             continue
         try:
             ident = _identity(source.paths.sdd)
-            last_poll = time.monotonic()
+            last_poll = quiet_since = time.monotonic()
             pacer = _Pacer(stop)
             for changes in watchfiles.watch(
                 source.paths.sdd, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=stop,
@@ -131,6 +134,11 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
                 if not changes or time.monotonic() - last_poll >= POLL_S:
                     send(_safe(source, source.poll, report))
                     last_poll = time.monotonic()
+                if not changes and time.monotonic() - quiet_since >= CHECKPOINT_QUIET_S:
+                    source.save_checkpoint()  # a quiet moment: keep what was read
+                    quiet_since = time.monotonic()
+                elif changes:
+                    quiet_since = time.monotonic()
                 if _identity(source.paths.sdd) != ident:
                     break  # .sdd/ was removed or replaced: the watch must be set up again
         except Exception as exc:

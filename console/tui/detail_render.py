@@ -25,7 +25,7 @@ def gates_view(state: State, task_id: str) -> RenderableType:
     report: GateReport | None = state.gate_reports.get(task_id)
     results: list[GateResult] = list(report.results) if report else []
     if not results:
-        latest = state.gate_latest.get(task_id, {})
+        latest = state.latest_gates(task_id)
         if not latest:
             return _empty("No gate has run for this task yet.")
         table = Table(box=None, expand=True)

@@ -106,7 +106,7 @@ def row_of(state: State, task_id: str) -> TaskRow | None:
     if task is None:
         return None
     passed = failed = 0
-    latest = state.gate_latest.get(task_id)
+    latest = state.latest_gates(task_id)
     if latest:
         for line in latest.values():
             failed += line.status in FAILING

@@ -1,0 +1,391 @@
+"""A checkpoint of what the full read derived (#22.2): the State's JSONL parts and where
+each file's tail stood, so the next start reads only what was appended since.
+
+Written atomically to `.sdd/caching/console/state.ckpt` (on quit, and at quiet
+moments once enough was read since the last one); read on start by the console and
+`status --json`. A file resumes from its offset only when it is still the same file —
+same device and inode, no smaller, the same mtime if the same size, the same first
+bytes and the same last 4 KB before the offset — else its kind is read from the start.
+
+The checkpoint lives in the project, which anyone may write, so it is never trusted:
+it is msgpack decoded into the exact record types (no pickle, nothing that runs), and it
+carries a MAC (keyed BLAKE2b) made with a key that only this user can read (`$XDG_STATE_HOME/
+bernstein-tui/checkpoint.key`, 0600): one written by anyone else, by another version
+(its schema is in the MAC'd header) or damaged is ignored, and the read starts cold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import hmac
+import os
+import secrets
+from collections import Counter, defaultdict, deque
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from console import __version__
+from console.model import (
+    ArchiveRecord,
+    Chain,
+    Decision,
+    EngineEvent,
+    Experiment,
+    GateLine,
+    PhaseGateEvent,
+    Problem,
+    Proposal,
+    Reflection,
+    Review,
+    ReviewFlag,
+    SlaEvent,
+    Task,
+    TaskMetric,
+)
+from console.sdd.fileio import atomic_write_bytes
+from console.sdd.gate_lines import GATE_RECENT, GateStats
+from console.sdd.paths import JSONL_KINDS, Kind
+from console.sdd.tail import Position
+
+if TYPE_CHECKING:
+    from console.sdd.source import LocalSource
+    from console.sdd.state import State
+    from console.sdd.tail import JsonlTail
+
+MAGIC = b"BTUICKP1"
+PROBE_BYTES = 4096
+#: a checkpoint bigger than this many times the JSONL it stands for (+ 64 MB) is refused
+MAX_RATIO = 4
+
+
+class Mark(msgspec.Struct, frozen=True):
+    """Where one JSONL tail stood, and how to know the file is still the one it read."""
+
+    kind: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    line_no: int
+    head: bytes
+    probe_sha: bytes  # sha256 of the PROBE_BYTES before `offset`
+    pending: bytes
+    skipping: int
+
+
+class Parts(msgspec.Struct):
+    """The State's parts that the JSONL kinds fill (see PARTS)."""
+
+    tasks: dict[str, Task]
+    archive: dict[str, ArchiveRecord]
+    archive_records: int
+    gate_counts: dict[str, dict[str, int]]
+    gate_latest: dict[str, dict[str, GateLine]]  # task → gate → line, in first-run order
+    gate_stats: dict[str, tuple[int, int, int, int, int, list[bool | None]]]
+    chains: dict[str, Chain]
+    chain_cost: float
+    last_chain: dict[str, str]  # task id → its latest chain's id
+    task_metrics: dict[str, TaskMetric]
+    reflections: dict[str, list[Reflection]]
+    reflection_count: int
+    reviews: dict[str, list[Review]]
+    review_count: int
+    sla_latest: dict[str, SlaEvent]
+    review_queue: list[ReviewFlag]
+    phase_events: list[PhaseGateEvent]
+    proposals: dict[str, Proposal]
+    decisions: dict[str, list[Decision]]
+    experiments: list[Experiment]
+    engine_events: list[EngineEvent]
+    engine_event_levels: dict[str, int]
+    engine_event_total: int
+    problems: dict[str, tuple[list[Problem], int]]  # file → listed, and how many more
+
+
+#: per JSONL kind, the Parts it alone fills (and how its file is named in problems)
+PARTS: dict[Kind, tuple[str, ...]] = {
+    Kind.TASKS: ("tasks",),
+    Kind.ARCHIVE: ("archive", "archive_records"),
+    Kind.GATE_LINES: ("gate_counts", "gate_latest", "gate_stats"),
+    Kind.CHAINS: ("chains", "chain_cost", "last_chain"),
+    Kind.TASK_METRICS: ("task_metrics",),
+    Kind.REFLECTIONS: ("reflections", "reflection_count"),
+    Kind.REVIEWS: ("reviews", "review_count"),
+    Kind.SLA_EVENTS: ("sla_latest",),
+    Kind.REVIEW_QUEUE: ("review_queue",),
+    Kind.PHASE_GATES: ("phase_events",),
+    Kind.DEFERRED: ("proposals",),
+    Kind.DECISIONS: ("decisions",),
+    Kind.EXPERIMENTS: ("experiments",),
+    Kind.ENGINE_EVENTS: ("engine_events", "engine_event_levels", "engine_event_total"),
+}
+
+
+class Checkpoint(msgspec.Struct):
+    root: str
+    marks: list[Mark]
+    parts: Parts
+
+
+def _enc_hook(value: object) -> object:
+    if isinstance(value, MappingProxyType):
+        return dict(value)
+    raise NotImplementedError(f"cannot checkpoint {type(value).__name__}")
+
+
+def _dec_hook(kind: type, value: object) -> object:
+    if getattr(kind, "__origin__", kind) is MappingProxyType and isinstance(value, dict):
+        return MappingProxyType(value)
+    raise NotImplementedError(f"cannot restore {kind}")
+
+
+_ENCODER = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
+_DECODER = msgspec.msgpack.Decoder(Checkpoint, dec_hook=_dec_hook)
+#: this version's schema: a checkpoint made by any other is ignored
+SCHEMA = hashlib.sha256(__version__.encode() + msgspec.json.encode(msgspec.json.schema(
+    Checkpoint, schema_hook=lambda kind: {"type": "object", "title": repr(kind)}))).digest()
+
+
+# -- the key ------------------------------------------------------------------------
+
+
+def key_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "bernstein-tui" / "checkpoint.key"
+
+
+def _key(create: bool) -> bytes | None:
+    """This user's checkpoint key (made on first use, readable by them alone)."""
+    path = key_path()
+    with contextlib.suppress(OSError):
+        with open(path, "rb") as handle:
+            key = handle.read(64)
+        if len(key) == 32 and (os.stat(path).st_mode & 0o077) == 0:
+            return key
+        if not create:
+            return None
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = secrets.token_bytes(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+        os.chmod(path, 0o600)
+        return key
+    except OSError:
+        return None
+
+
+def _mac(key: bytes, body: bytes | memoryview) -> bytes:
+    """A keyed BLAKE2b of this version's schema and the body (32 bytes)."""
+    mac = hashlib.blake2b(SCHEMA, key=key, digest_size=32)
+    mac.update(body)
+    return mac.digest()
+
+
+# -- files --------------------------------------------------------------------------
+
+
+def _probe_sha(fd: int, offset: int) -> bytes:
+    start = max(0, offset - PROBE_BYTES)
+    return hashlib.sha256(os.pread(fd, offset - start, start)).digest()
+
+
+def _mark(kind: Kind, tail: JsonlTail) -> Mark | None:
+    """Where `tail` stands, if its file is still there (else the kind starts cold)."""
+    state = tail.position()
+    if state is None:
+        return None
+    try:
+        fd = os.open(tail.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != state.ident or info.st_size < state.offset:
+            return None
+        return Mark(kind.name, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                    state.offset, state.line_no, state.head,
+                    _probe_sha(fd, state.offset), state.pending, state.skipping)
+    finally:
+        os.close(fd)
+
+
+def _still(mark: Mark, path: Path) -> bool:
+    """The file `mark` was made from, unchanged up to its offset."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        return ((info.st_dev, info.st_ino) == (mark.dev, mark.ino)
+                and info.st_size >= mark.offset
+                and (info.st_size != mark.size or info.st_mtime_ns == mark.mtime_ns)
+                and os.pread(fd, len(mark.head), 0) == mark.head
+                and hmac.compare_digest(_probe_sha(fd, mark.offset), mark.probe_sha))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+# -- saving -------------------------------------------------------------------------
+
+
+def _parts(state: State) -> Parts:
+    latest: dict[str, dict[str, GateLine]] = {}
+    for task_id in state.gate_order:
+        latest[task_id] = state.latest_gates(task_id)
+    return Parts(
+        tasks=state.tasks, archive=state.archive, archive_records=state.archive_records,
+        gate_counts={g: dict(c) for g, c in state.gate_counts.items()},
+        gate_latest=latest,
+        gate_stats={g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms, list(s.recent))
+                    for g, s in state.gate_stats.items()},
+        chains=state.chains, chain_cost=state.chain_cost,
+        last_chain={t: c.chain_id for t, c in state.last_chain.items()},
+        task_metrics=state.task_metrics, reflections=dict(state.reflections),
+        reflection_count=state.reflection_count, reviews=dict(state.reviews),
+        review_count=state.review_count, sla_latest=state.sla_latest,
+        review_queue=state.review_queue, phase_events=state.phase_events,
+        proposals=state.proposals, decisions=dict(state.decisions),
+        experiments=state.experiments, engine_events=list(state.engine_events),
+        engine_event_levels=dict(state.engine_event_levels),
+        engine_event_total=state.engine_event_total,
+        problems=state.problem_files())
+
+
+def save(source: LocalSource) -> bool:
+    """Write the checkpoint of `source` (False, and nothing written, when it cannot)."""
+    key = _key(create=True)
+    if key is None:
+        return False
+    with source.lock:
+        marks = [m for kind, tail in source.tails.items() if (m := _mark(kind, tail))]
+        body = _ENCODER.encode(Checkpoint(str(source.paths.root), marks,
+                                          _parts(source.state)))
+    target = source.paths.checkpoint
+    try:  # refused through a symbolic link anywhere below .sdd/ (fileio's check)
+        atomic_write_bytes(target, MAGIC + _mac(key, body) + body)
+    except OSError:
+        return False
+    return True
+
+
+# -- restoring ----------------------------------------------------------------------
+
+
+def _read(source: LocalSource) -> Checkpoint | None:
+    key = _key(create=False)
+    if key is None:
+        return None
+    path = source.paths.checkpoint
+    limit = MAX_RATIO * source.jsonl_bytes() + 64 * 1024 * 1024
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_size > limit:
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head = len(MAGIC) + 32
+    if len(data) > limit or not data.startswith(MAGIC):
+        return None
+    body = memoryview(data)[head:]
+    if not hmac.compare_digest(data[len(MAGIC):head], _mac(key, body)):
+        return None
+    try:
+        checkpoint = _DECODER.decode(body)
+    except (msgspec.MsgspecError, ValueError, TypeError, NotImplementedError):
+        return None
+    return checkpoint if checkpoint.root == str(source.paths.root) else None
+
+
+def _put(state: State, parts: Parts, kind: Kind) -> None:
+    """Restore one kind's parts into a State that has none of it yet."""
+    p = parts
+    if kind is Kind.TASKS:
+        for task in p.tasks.values():
+            state.restore_task(task)
+    elif kind is Kind.GATE_LINES:
+        for gate, counts in p.gate_counts.items():
+            state.gate_counts[gate] = Counter(counts)
+        for task_id, gates in p.gate_latest.items():
+            state.gate_order[task_id] = list(gates)
+            for gate, line in gates.items():
+                state.gate_latest[task_id, gate] = line
+            state.gate_ids.add(task_id)
+        for gate, (runs, passed, skipped, cached, total_ms, recent) in p.gate_stats.items():
+            state.gate_stats[gate] = GateStats(runs, passed, skipped, cached, total_ms,
+                                               deque(recent, maxlen=GATE_RECENT))
+            state.gate_ids.add(gate)
+    elif kind is Kind.CHAINS:
+        state.chains.update(p.chains)
+        state.chain_cost = p.chain_cost
+        state.last_chain.update({t: p.chains[c] for t, c in p.last_chain.items()
+                                 if c in p.chains})
+    elif kind is Kind.REFLECTIONS:
+        state.reflections = defaultdict(list, p.reflections)
+        state.reflection_count = p.reflection_count
+    elif kind is Kind.REVIEWS:
+        state.reviews = defaultdict(list, p.reviews)
+        state.review_count = p.review_count
+    elif kind is Kind.DECISIONS:
+        state.decisions = defaultdict(list, p.decisions)
+    elif kind is Kind.ENGINE_EVENTS:
+        state.engine_events.extend(p.engine_events)
+        state.engine_event_levels.update(p.engine_event_levels)
+        state.engine_event_total = p.engine_event_total
+    else:
+        for name in PARTS[kind]:
+            setattr(state, name, getattr(p, name))
+
+
+def restore(source: LocalSource) -> set[Kind]:
+    """Put back what the checkpoint holds for each JSONL file still as it was; the
+    kinds restored (the others are read from the start as usual)."""
+    enabled = gc.isenabled()
+    gc.disable()  # millions of objects, none of them garbage: no collection midway
+    try:
+        return _restore(source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _restore(source: LocalSource) -> set[Kind]:
+    checkpoint = _read(source)
+    if checkpoint is None:
+        return set()
+    done: set[Kind] = set()
+    with source.lock:
+        for mark in checkpoint.marks:
+            kind = Kind.__members__.get(mark.kind)
+            if kind is None or kind not in JSONL_KINDS or kind in done:
+                continue
+            tail = source.tails[kind]
+            if not _still(mark, tail.path):
+                continue
+            _put(source.state, checkpoint.parts, kind)
+            listed, more = checkpoint.parts.problems.get(tail.display, ([], 0))
+            source.state.restore_problems(tail.display, listed, more)
+            tail.resume(Position((mark.dev, mark.ino), mark.offset, mark.line_no, mark.head,
+                                 mark.pending, mark.skipping))
+            done.add(kind)
+    return done
+

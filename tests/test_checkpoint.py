@@ -1,0 +1,203 @@
+"""The checkpoint of a full read (#22.2): a start from it makes the same State as a cold
+read of the files as they are now — each file resumed from where it was read to when it
+is still that file, read again when it was truncated, replaced or rewritten in place —
+and a checkpoint that is damaged, from another version, or made with another user's key
+is ignored."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.generate import Sizes, generate
+from console.sdd import checkpoint
+from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
+from console.sdd.source import LocalSource
+from console.sdd.state import State
+from console.sdd.summary import summarise
+
+GATES = Kind.GATE_LINES.value
+
+
+@pytest.fixture(autouse=True)
+def _own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-home"))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    generate(root, Sizes.small(), seed=3)
+    with open(root / ".sdd" / GATES, "ab") as handle:  # a bad line: its problem is kept
+        handle.write(b'{"task_id": "T-x", "gate": "lint"}\n')
+    return root
+
+
+def _picture(state: State) -> dict[str, Any]:
+    """Everything the console shows from the JSONL kinds, comparable."""
+    return {
+        "summary": json.loads(json.dumps(summarise(state), default=str)),
+        "tasks": state.tasks, "chains": state.chains, "archive": state.archive,
+        "last_chain": {t: c.chain_id for t, c in state.last_chain.items()},
+        "gate_counts": {g: dict(c) for g, c in state.gate_counts.items()},
+        "gate_stats": {g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms,
+                           list(s.recent)) for g, s in state.gate_stats.items()},
+        "latest": {t: list(state.latest_gates(t).items()) for t in state.gate_order},
+        "reflections": dict(state.reflections), "reviews": dict(state.reviews),
+        "metrics": state.task_metrics, "sla": state.sla_latest,
+        "proposals": state.proposals, "decisions": dict(state.decisions),
+        "events": list(state.engine_events), "queue": state.review_queue,
+        "problems": [(p.file, p.line, p.reason) for p in state.problems],
+    }
+
+
+def _cold(root: Path) -> dict[str, Any]:
+    source = LocalSource(root, checkpoint_after=None)
+    source.load()
+    return _picture(source.state)
+
+
+def _checkpointed(root: Path) -> None:
+    source = LocalSource(root, checkpoint_after=0)
+    source.load()
+    assert source.save_checkpoint(force=True)
+    assert SddPaths(root).checkpoint.is_file()
+
+
+def _warm(root: Path) -> tuple[LocalSource, dict[str, Any]]:
+    source = LocalSource(root, checkpoint_after=0)
+    source.load()
+    return source, _picture(source.state)
+
+
+def test_an_unchanged_project_starts_from_the_checkpoint(project: Path) -> None:
+    _checkpointed(project)
+    source, warm = _warm(project)
+    assert source.restored == frozenset(JSONL_KINDS) - {
+        k for k in JSONL_KINDS if not (project / ".sdd" / k.value).exists()}
+    assert sum(t.bytes_read for t in source.tails.values()) == 0  # nothing read again
+    assert warm == _cold(project)
+    assert any("missing required key 'status'" in p[2] for p in warm["problems"])
+
+
+def test_appended_lines_are_read_from_where_the_checkpoint_stood(project: Path) -> None:
+    _checkpointed(project)
+    line = {"timestamp": "2026-02-01T00:00:00+00:00", "task_id": "NEW-1", "gate": "lint",
+            "result": "pass", "status": "pass", "duration_ms": 7}
+    script = (f"open({str(project / '.sdd' / GATES)!r}, 'a').write("
+              f"{json.dumps(json.dumps(line))} + '\\n')")
+    subprocess.run([sys.executable, "-c", script], check=True)  # another process
+    source, warm = _warm(project)
+    assert Kind.GATE_LINES in source.restored
+    assert source.tails[Kind.GATE_LINES].bytes_read == len(json.dumps(line)) + 1
+    assert warm == _cold(project) and warm["latest"]["NEW-1"][0][1].duration_ms == 7
+
+
+def _rewrite_same_size(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = data.index(b'"pass"', len(data) // 2)
+    data[middle:middle + 6] = b'"fail"'
+    with open(path, "r+b") as handle:  # in place: same inode, same size, same head
+        handle.write(data)
+
+
+@pytest.mark.parametrize("change", ["truncated", "replaced", "rewritten in place",
+                                    "removed"])
+def test_a_changed_file_is_read_again(project: Path, change: str) -> None:
+    _checkpointed(project)
+    path = project / ".sdd" / GATES
+    if change == "truncated":
+        data = path.read_bytes()
+        path.write_bytes(data[: data.index(b"\n", len(data) // 3) + 1])
+    elif change == "replaced":
+        fresh = path.with_name("fresh.jsonl")
+        fresh.write_bytes(path.read_bytes().replace(b'"pass"', b'"warn"', 3))
+        os.replace(fresh, path)
+    elif change == "rewritten in place":
+        _rewrite_same_size(path)
+    else:
+        path.unlink()
+    source, warm = _warm(project)
+    assert Kind.GATE_LINES not in source.restored and Kind.TASKS in source.restored
+    assert warm == _cold(project)
+
+
+def _damage(root: Path, how: str) -> None:
+    path = SddPaths(root).checkpoint
+    data = bytearray(path.read_bytes())
+    head = len(checkpoint.MAGIC) + 32
+    if how == "a flipped byte":
+        data[len(data) // 2] ^= 0x40
+    elif how == "cut short":
+        del data[len(data) // 2:]
+    elif how == "another version":  # the same body, sealed for another schema
+        key = checkpoint._key(create=False)
+        assert key is not None
+        body = bytes(data[head:])
+        other = __import__("hashlib").blake2b(b"other" + checkpoint.SCHEMA, key=key,
+                                              digest_size=32)
+        other.update(body)
+        data[len(checkpoint.MAGIC):head] = other.digest()
+    elif how == "another user's key":
+        checkpoint.key_path().write_bytes(os.urandom(32))
+    elif how == "not a checkpoint":
+        data[:] = b"\x93\x01\x02\x03" * 100
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["a flipped byte", "cut short", "another version",
+                                 "another user's key", "not a checkpoint"])
+def test_a_checkpoint_not_ours_as_written_is_ignored(project: Path, how: str) -> None:
+    _checkpointed(project)
+    _damage(project, how)
+    source, warm = _warm(project)
+    assert source.restored == frozenset()
+    assert warm == _cold(project)
+
+
+def test_no_checkpoint_is_written_through_a_link(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / ".sdd" / "caching" / "console").symlink_to(outside)
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    assert not source.save_checkpoint(force=True)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_small_project_gets_no_checkpoint(project: Path) -> None:
+    """Below CHECKPOINT_AFTER_BYTES read, a cold read is fast enough: nothing written."""
+    source = LocalSource(project)
+    source.load()
+    assert not source.save_checkpoint()
+    assert not SddPaths(project).checkpoint.exists()
+
+
+def test_status_json_starts_from_the_checkpoint(project: Path, tmp_path: Path) -> None:
+    """status --json reads the checkpoint: one sealed with our key over a State that
+    says something the files do not is what it reports (and a cold read is not)."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state-home")}
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    task = next(t for t in source.state.tasks.values() if t.status == "open")
+    source.state.restore_task(replace(task, status="cancelled"))  # only in the checkpoint
+    assert source.save_checkpoint(force=True)
+
+    def status() -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-m", "console", "-C", str(project), "status",
+                              "--json"], capture_output=True, text=True, env=env, check=True)
+        return json.loads(out.stdout)
+
+    warm = status()
+    SddPaths(project).checkpoint.unlink()
+    cold = status()
+    assert warm["tasks"]["by_state"].get("cancelled", 0) == cold["tasks"]["by_state"].get(
+        "cancelled", 0) + 1
