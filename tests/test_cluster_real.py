@@ -185,7 +185,11 @@ def test_the_console_shows_per_worker_load_from_the_server(cluster: Run) -> None
     by_name = {node["name"]: node for node in cluster.load}
     assert set(by_name) == {"w1", "w2"}, cluster.load
     assert by_name["w1"]["slots"] == by_name["w2"]["slots"] == 2
-    assert by_name["w1"]["active"] >= 1  # killed while it ran a task, not yet reaped
+    final = {t["id"]: t for t in tasks(cluster.url)}
+    reported = all("worker w1" in (final[v]["result_summary"] or "") for v in cluster.victims)
+    # killed while it ran a task, not yet reaped — unless the kill landed just after w1
+    # reported its task done (the race the test below allows for too)
+    assert by_name["w1"]["active"] >= 1 or reported, (cluster.load, cluster.victims)
     assert all(node["last_heartbeat"] for node in cluster.load)
 
 

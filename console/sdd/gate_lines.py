@@ -21,8 +21,9 @@ import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import compress
-from operator import attrgetter
+from functools import partial
+from itertools import compress, filterfalse, islice
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -104,6 +105,12 @@ class RawGateLine(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(RawGateLine)
 #: what to_epoch tries as ISO first (4 ASCII digits, a dash, 10+ characters)
 _ISO = re.compile(r"[0-9]{4}-.{5}", re.ASCII | re.DOTALL)
+#: Bernstein's own stamps (datetime.now(UTC).isoformat()) on days 01-28: each one is
+#: what fromisoformat takes, so it needs no other check (tests/test_gate_lines.py)
+_CANONICAL = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+                        r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{6})?"
+                        r"(?:\+00:00|Z)", re.ASCII)
+_not_none = partial(is_not, None)
 
 
 def _plain_id(value: str) -> bool:
@@ -118,11 +125,14 @@ def _decode(data: bytes) -> list[RawGateLine] | None:
         return None
     if not whole_lines(data, lines):
         return None
-    stamps = [s for s in map(attrgetter("timestamp"), lines) if s is not None]
-    if not all(map(_ISO.match, stamps)):
+    stamps = filter(_not_none, map(attrgetter("timestamp"), lines))
+    # what Bernstein writes, on a day every month has, is valid as it stands; the rest
+    # must be what to_epoch tries as ISO first, and what fromisoformat takes as it is
+    others = list(filterfalse(_CANONICAL.fullmatch, stamps))
+    if not all(map(_ISO.match, others)):
         return None
-    try:  # each is taken as is by to_epoch's ISO branch (its value: when it is read)
-        deque(map(dt.datetime.fromisoformat, stamps), maxlen=0)
+    try:  # (the value itself is made when the line is read)
+        deque(map(dt.datetime.fromisoformat, others), maxlen=0)
     except ValueError:
         return None
     return lines
@@ -184,11 +194,12 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
         state.gate_stats[gate].cached += number
     _add_durations(state, gates, map(attrgetter("duration_ms"), lines))
     _recent(state, gates, statuses)
-    keys = list(zip(tasks, gates, strict=True))
     table = state.gate_latest
-    for task, gate in [k for k in dict.fromkeys(keys) if k not in table]:
-        state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order
-    table.update(zip(keys, lines, strict=True))  # each a GateLine once read
+    before = len(table)
+    table.update(zip(zip(tasks, gates, strict=True), lines, strict=True))  # GateLines once read
+    if len(table) > before:  # new (task, gate)s: the last keys, in the order they came
+        for task, gate in reversed(list(islice(reversed(table), len(table) - before))):
+            state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order
     delta.touched.update(tasks)
     return True
 
