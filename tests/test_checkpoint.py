@@ -201,3 +201,19 @@ def test_status_json_starts_from_the_checkpoint(project: Path, tmp_path: Path) -
     cold = status()
     assert warm["tasks"]["by_state"].get("cancelled", 0) == cold["tasks"]["by_state"].get(
         "cancelled", 0) + 1
+
+
+def test_a_file_changed_between_its_read_and_the_save_is_not_kept(project: Path) -> None:
+    """The checkpoint never pairs a file's State with bytes it was not read from."""
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    path = project / ".sdd" / GATES
+    data = bytearray(path.read_bytes())
+    at = data.rindex(b'"lint"')
+    data[at:at + 6] = b'"lInt"'
+    with open(path, "r+b") as handle:  # same inode, same size, rewritten near its end
+        handle.write(data)
+    assert source.save_checkpoint(force=True)
+    warm_source, warm = _warm(project)
+    assert Kind.GATE_LINES not in warm_source.restored and Kind.TASKS in warm_source.restored
+    assert warm == _cold(project)

@@ -210,8 +210,10 @@ def _mark(kind: Kind, tail: JsonlTail) -> Mark | None:
         return None
     try:
         info = os.fstat(fd)
-        if (info.st_dev, info.st_ino) != state.ident or info.st_size < state.offset:
-            return None
+        if ((info.st_dev, info.st_ino) != state.ident or info.st_size < state.offset
+                or os.pread(fd, len(state.probe), state.offset - len(state.probe))
+                != state.probe):
+            return None  # changed since it was read: what the State holds is not in it
         return Mark(kind.name, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
                     state.offset, state.line_no, state.head,
                     _probe_sha(fd, state.offset), state.pending, state.skipping)
@@ -265,7 +267,9 @@ def _parts(state: State) -> Parts:
 
 
 def save(source: LocalSource) -> bool:
-    """Write the checkpoint of `source` (False, and nothing written, when it cannot)."""
+    """Write the checkpoint of `source` (False, and nothing written, when it cannot).
+    Run it where the tails are read (the watcher thread) or once reading stopped: a
+    tail read but not yet applied would put its offset past what the State holds."""
     key = _key(create=True)
     if key is None:
         return False

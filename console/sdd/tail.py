@@ -150,6 +150,7 @@ class Position:
     head: bytes
     pending: bytes
     skipping: int
+    probe: bytes = b""  # the last bytes read, just before `offset`
 
 
 class JsonlTail:
@@ -174,7 +175,7 @@ class JsonlTail:
         if self._ident is None:
             return None
         return Position(self._ident, self.offset, self.line_no, self._head,
-                        bytes(self._pending), self._skipping)
+                        bytes(self._pending), self._skipping, self._probe)
 
     def resume(self, position: Position) -> None:
         """Stand where a checkpoint says this file was read to (the caller checked that
