@@ -217,3 +217,15 @@ def test_a_file_changed_between_its_read_and_the_save_is_not_kept(project: Path)
     warm_source, warm = _warm(project)
     assert Kind.GATE_LINES not in warm_source.restored and Kind.TASKS in warm_source.restored
     assert warm == _cold(project)
+
+
+def test_the_watcher_checkpoints_what_it_read_when_it_stops(project: Path) -> None:
+    """On quit the watcher thread writes it (never the console's event loop)."""
+    source = LocalSource(project, checkpoint_after=1 << 40)  # not after the load
+    source.start(lambda delta: None)
+    assert source.loaded.wait(30)
+    assert not SddPaths(project).checkpoint.exists()
+    source.checkpoint_after = 0
+    source.stop(timeout=30)
+    assert SddPaths(project).checkpoint.is_file()
+    assert _warm(project)[0].restored

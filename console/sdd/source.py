@@ -369,12 +369,10 @@ class LocalSource:
         self._watcher.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Stop watching; what was read since the last checkpoint is checkpointed."""
+        """Stop watching (the watcher checkpoints what it read since the last one)."""
         self._stop.set()
         if self._watcher is not None:
             self._watcher.join(timeout)
-            if not self._watcher.is_alive():
-                self.save_checkpoint()
 
     @property
     def stopping(self) -> threading.Event:

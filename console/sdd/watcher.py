@@ -148,3 +148,4 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
         else:
             # the watched directory went away or the generator ended: re-sync once
             send(_safe(source, source.poll, report))
+    source.save_checkpoint()  # on quit, here where the tails are read: not on the UI's loop
