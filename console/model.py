@@ -9,10 +9,13 @@ here, so `from console.model import GateResult` keeps working.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
+
+from console.records import NO_ITEMS
 
 
 class TaskState(StrEnum):
@@ -158,13 +161,12 @@ def family_of(model: str) -> str | None:
                  if any(mark in name for mark in marks)), None)
 
 
-@dataclass(frozen=True, slots=True)
-class Ladders:
+class Ladders(msgspec.Struct, frozen=True, gc=False):
     """The model ladder of each task: its adapter's (the task's `cli`, the adapter its
     last attempt ran, else the project's default), else the project's `cascade.ladder`."""
 
     default: tuple[str, ...] = DEFAULT_LADDER
-    by_adapter: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: ADAPTER_LADDERS)
+    by_adapter: Mapping[str, tuple[str, ...]] = ADAPTER_LADDERS
     adapter: str = "auto"  # agents.default
 
     def adapter_of(self, task: Task | None) -> str:
@@ -202,8 +204,7 @@ def short_state_label(status: str) -> str:
     return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {SHORT_STATES.get(status, status)}"
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True, gc=False):
     """A record that could not be read: shown, counted, never fatal."""
 
     file: str
@@ -215,8 +216,7 @@ class Problem:
         return f"{where}: {self.reason}"
 
 
-@dataclass(frozen=True, slots=True)
-class CompletionSignal:
+class CompletionSignal(msgspec.Struct, frozen=True, gc=False):
     """A janitor check. `value` is Bernstein's form; seed 001's keys map onto it."""
 
     type: str
@@ -224,8 +224,7 @@ class CompletionSignal:
     expected_status: int | None = None  # api_responds only
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(msgspec.Struct, frozen=True, gc=False):
     """One task, as the last record for its id in runtime/tasks.jsonl says."""
 
     id: str
@@ -258,9 +257,9 @@ class Task:
     model: str | None = None
     effort: str | None = None
     completion_signals: tuple[CompletionSignal, ...] = ()
-    metadata: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    metadata: MappingProxyType[str, Any] = NO_ITEMS
     #: every other key of the record, so a writer can emit the full record again
-    extra: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    extra: MappingProxyType[str, Any] = NO_ITEMS
 
     @property
     def state(self) -> TaskState | None:
@@ -272,8 +271,7 @@ class Task:
         return state is not None and state in TERMINAL_STATES
 
 
-@dataclass(frozen=True, slots=True)
-class ArchiveRecord:
+class ArchiveRecord(msgspec.Struct, frozen=True, gc=False):
     task_id: str
     title: str
     role: str
@@ -285,8 +283,7 @@ class ArchiveRecord:
     cost_usd: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Ticket:
+class Ticket(msgspec.Struct, frozen=True, gc=False):
     """A backlog ticket file, parsed; not yet a task."""
 
     source: str
@@ -314,8 +311,7 @@ class Ticket:
     form: str = "yaml"  # yaml | front-matter | markdown
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
+class Approval(msgspec.Struct, frozen=True, gc=False):
     """A human decision a Bernstein task server waits for (`GET /approvals`)."""
 
     task_id: str

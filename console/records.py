@@ -6,13 +6,16 @@ No I/O and no parsing: `console.sdd` owns the formats.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
-class GateLine:
+#: an empty mapping no one can change: the default of every mapping field
+NO_ITEMS: MappingProxyType[str, Any] = MappingProxyType({})
+
+
+class GateLine(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/quality_gates.jsonl."""
 
     task_id: str
@@ -25,8 +28,7 @@ class GateLine:
     required: bool
 
 
-@dataclass(frozen=True, slots=True)
-class GateResult:
+class GateResult(msgspec.Struct, frozen=True, gc=False):
     name: str
     status: str
     required: bool
@@ -35,11 +37,10 @@ class GateResult:
     duration_ms: int
     details: str
     digest: str = ""
-    metadata: MappingProxyType[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    metadata: MappingProxyType[str, Any] = NO_ITEMS
 
 
-@dataclass(frozen=True, slots=True)
-class GateReport:
+class GateReport(msgspec.Struct, frozen=True, gc=False):
     """runtime/gates/<task_id>.json."""
 
     task_id: str
@@ -50,8 +51,7 @@ class GateReport:
     cache_hits: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
+class Attempt(msgspec.Struct, frozen=True, gc=False):
     model: str
     attempt_number: int
     success: bool
@@ -64,8 +64,7 @@ class Attempt:
     escalation_reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Chain:
+class Chain(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/cascade_chains.jsonl."""
 
     chain_id: str
@@ -85,8 +84,7 @@ class Chain:
         return any(a.escalated for a in self.attempts) or len(self.attempts) > 1
 
 
-@dataclass(frozen=True, slots=True)
-class TaskMetric:
+class TaskMetric(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/tasks.jsonl (Bernstein's evolution collector)."""
 
     task_id: str
@@ -98,8 +96,7 @@ class TaskMetric:
     timestamp: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Reflection:
+class Reflection(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/reflections.jsonl: a diagnosis of one failed iteration."""
 
     task_id: str
@@ -118,8 +115,7 @@ class Reflection:
     timestamp: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class JudgeScore:
+class JudgeScore(msgspec.Struct, frozen=True, gc=False):
     judge: str
     dimension: str
     score: float
@@ -127,8 +123,7 @@ class JudgeScore:
     dropped: bool = False  # an outlier more than 1.5 from the median
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
+class Review(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/reviews.jsonl: a multi-judge review of one task."""
 
     task_id: str
@@ -140,8 +135,7 @@ class Review:
     timestamp: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewFlag:
+class ReviewFlag(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/review_queue.jsonl: work that passed but that a check wants a
     human to look at (a judge accepting below 0.7 confidence, seed 000)."""
 
@@ -153,8 +147,7 @@ class ReviewFlag:
     signal: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class SlaEvent:
+class SlaEvent(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/sla_events.jsonl."""
 
     event: str  # sla:warning | sla:violated | sla:met
@@ -169,8 +162,7 @@ class SlaEvent:
     margin_ms: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseGateEvent:
+class PhaseGateEvent(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/phase_gates.jsonl."""
 
     event: str  # quality:gate:passed | :failed | :released | quality:threshold:failed
@@ -183,8 +175,7 @@ class PhaseGateEvent:
     by: str | None = None  # who released a gate (the operator)
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
+class Proposal(msgspec.Struct, frozen=True, gc=False):
     """One line of evolution/deferred.jsonl: a proposal routed to a human."""
 
     proposal_id: str
@@ -202,8 +193,7 @@ class Proposal:
 HUMAN_OUTCOMES = frozenset({"human_review_4h", "human_review_immediate", "blocked"})
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True, gc=False):
     """One line of evolution/decisions.jsonl."""
 
     proposal_id: str
@@ -227,8 +217,7 @@ class Decision:
         return "rejected" if self.reason.startswith("Rejected by") else self.outcome
 
 
-@dataclass(frozen=True, slots=True)
-class Experiment:
+class Experiment(msgspec.Struct, frozen=True, gc=False):
     """One line of evolution/experiments.jsonl."""
 
     proposal_id: str
@@ -240,8 +229,7 @@ class Experiment:
     timestamp: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EngineEvent:
+class EngineEvent(msgspec.Struct, frozen=True, gc=False):
     """One line of runtime/engine_events.jsonl: what the engine wants an operator to know."""
 
     level: str  # info | warning | error
@@ -251,8 +239,7 @@ class EngineEvent:
     file: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EngineStatus:
+class EngineStatus(msgspec.Struct, frozen=True, gc=False):
     """`.sdd/runtime/engine_status.json`: what the engine running the project is doing."""
 
     pid: int

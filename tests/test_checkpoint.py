@@ -10,11 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from benchmarks.generate import Sizes, generate
 from console.sdd import checkpoint
@@ -142,10 +142,8 @@ def _damage(root: Path, how: str) -> None:
         key = checkpoint._key(create=False)
         assert key is not None
         body = bytes(data[head:])
-        other = __import__("hashlib").blake2b(b"other" + checkpoint.SCHEMA, key=key,
-                                              digest_size=32)
-        other.update(body)
-        data[len(checkpoint.MAGIC):head] = other.digest()
+        data[len(checkpoint.MAGIC):head] = checkpoint._mac(key, body,
+                                                           b"other" + checkpoint.SCHEMA)
     elif how == "another user's key":
         checkpoint.key_path().write_bytes(os.urandom(32))
     elif how == "not a checkpoint":

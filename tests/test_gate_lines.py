@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console.sdd.delta import Delta
+from console.sdd.gate_lines import RawGateLine
 from console.sdd.paths import Kind
 from console.sdd.state import State
-from console.sdd.tail import JsonlTail
+from tests.tail_read import read_kind
 
 ODD = st.sampled_from
 GOOD_LINE = st.fixed_dictionaries({
@@ -27,7 +28,9 @@ GOOD_LINE = st.fixed_dictionaries({
     "timestamp": ODD(["2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00.250000+00:00",
                       "2026-01-01T00:00:00Z", "2026-01-01 00:00:05", None,
                       "2026-02-28T23:59:59.999999+00:00", "2024-02-29T12:00:00+00:00",
-                      "2026-01-31T00:00:00.1+00:00", "2026-12-31T00:00:00.123Z"]),
+                      "2026-01-31T00:00:00.1+00:00", "2026-12-31T00:00:00.123Z",
+                      "2026-04-30T23:59:59+00:00", "2026-12-31T00:00:00.000001Z",
+                      "2026-07-31T12:00:00+00:00", "0001-01-01T00:00:00+00:00"]),
     "result": ODD(["pass", "blocked", "flagged", None]),
     "duration_ms": st.integers(min_value=0, max_value=10_000) | st.none(),
     "cached": st.booleans() | st.none(),
@@ -44,7 +47,9 @@ ODD_VALUES = {
                   " 2026-01-01", "2026", "", 1767225600, 1767225600.5, True, "garbage",
                   "2026-01-01T00:00:00+00:00 ", "2026-01-01T00:00:00+05:30",
                   "2026-02-29T00:00:00+00:00", "2026-04-31T00:00:00Z", "2026-02-30T00:00:00Z",
-                  "2026-01-01T00:00:00.1234567Z", "2026-01-01T00:00:00+00:00\n"],
+                  "2026-01-01T00:00:00.1234567Z", "2026-01-01T00:00:00+00:00\n",
+                  "0000-01-01T00:00:00Z", "2026-06-31T00:00:00+00:00",
+                  "2026-11-31T00:00:00Z", "2026-02-29T00:00:00.000000+00:00"],
     "result": ["résultat", 5, "", True],
     "duration_ms": [-5, 2.0, 2.5, "12", "x", True, 10**30],
     "cached": ["true", "no", 1, 0],
@@ -75,12 +80,7 @@ LINES = st.lists(gate_line(), max_size=40)
 
 
 def _read(path: Path, *, blocks: bool, step: int) -> tuple[State, Delta]:
-    state, delta, tail = State(), Delta(), JsonlTail(path, "g.jsonl")
-    while True:
-        batch = tail.read(step, blocks=blocks)
-        delta.merge(state.apply_jsonl(Kind.GATE_LINES, "g.jsonl", batch))
-        if not batch.more:
-            return state, delta
+    return read_kind(path, Kind.GATE_LINES, blocks=blocks, step=step)
 
 
 def _seen(state: State) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def test_the_large_path_is_taken_for_what_bernstein_writes(tmp_path: Path) -> No
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     state, delta = _read(path, blocks=True, step=1 << 20)
     raw = list(state.gate_latest.values())
-    assert raw and all(type(line).__name__ == "RawGateLine" for line in raw)
+    assert raw and all(isinstance(line, RawGateLine) for line in raw)
     assert state.gate_stats["lint"].runs == 1000 and state.problems == []
     latest = state.latest_gates("t1")["tests"]
     assert (latest.duration_ms, latest.timestamp, latest.result) == (1951, 1767225631.0, "pass")

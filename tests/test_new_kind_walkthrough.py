@@ -18,8 +18,7 @@ from tests.conftest import REPO
 EDITS = {
     "console/records.py": ("", '''
 
-@dataclass(frozen=True, slots=True)
-class Benchmark:
+class Benchmark(msgspec.Struct, frozen=True, gc=False):
     """One line of metrics/benchmarks.jsonl."""
 
     task_id: str

@@ -23,6 +23,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
+
 from console.model import ADAPTER_LADDERS, DEFAULT_LADDER, Ladders, Task, effort_of, tier_of
 from console.sdd.fileio import atomic_write_json, read_json_object
 from console.sdd.project_config import AgentsConfig
@@ -224,7 +226,7 @@ def with_adapter(config: CascadeConfig, agents: AgentsConfig,
         adapter = default_adapter(agents, env)
     except AdapterError:
         return config
-    return dataclasses.replace(config, ladders=dataclasses.replace(config.ladders,
+    return dataclasses.replace(config, ladders=msgspec.structs.replace(config.ladders,
                                                                    adapter=adapter))
 
 

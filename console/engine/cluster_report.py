@@ -7,13 +7,14 @@ single report drops only that one)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
+
+import msgspec
 
 from console.engine.errors import EngineError
 from console.engine.store import TaskStore
@@ -61,7 +62,7 @@ def mirror_claim(store: TaskStore, task: Task, cluster: dict[str, str]) -> None:
     with store.lock:
         old = store.tasks.get(task.id)
         if old is None:
-            store.create(dataclasses.replace(
+            store.create(msgspec.structs.replace(
                 task, status=TaskState.OPEN.value, depends_on=(), parent_task_id=None,
                 claimed_at=None, claimed_by_session=None, assigned_agent=None,
                 result_summary=None, completed_at=None,

@@ -10,7 +10,6 @@ the task and moving the file never creates it twice.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import re
@@ -18,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+
+import msgspec
 
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
@@ -71,7 +72,7 @@ def task_from_ticket(candidate: Candidate, status: TaskState, reason: str | None
                                 **({"cli": t.cli} if t.cli else {})}),
     )
     if t.max_retries is not None:  # Bernstein's field, written as the ticket set it
-        task = dataclasses.replace(task, max_retries=t.max_retries)
+        task = msgspec.structs.replace(task, max_retries=t.max_retries)
     return task
 
 
@@ -258,7 +259,7 @@ class Ingestor:
                 try:  # file order breaks ties between tickets of one pass
                     task = task_from_ticket(c, status, reason, now + index * 1e-6, name)
                     if gate:
-                        task = dataclasses.replace(task, metadata=MappingProxyType(
+                        task = msgspec.structs.replace(task, metadata=MappingProxyType(
                             {**task.metadata, "held_by": gate}))
                     task = self.store.create(task)
                 except EngineError as exc:

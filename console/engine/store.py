@@ -8,12 +8,13 @@ in-memory map and the file never disagree because both change under one lock.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
 
 from console.engine.errors import EngineError, IllegalTransition
 from console.model import TRANSITIONS, Problem, Task, TaskState
@@ -151,7 +152,7 @@ class TaskStore:
                 raise EngineError(f"a task with id '{task.id}' already exists")
             if task.state is None:
                 raise EngineError(f"task {task.id}: unknown state '{task.status}'")
-            return self._write(dataclasses.replace(
+            return self._write(msgspec.structs.replace(
                 task, version=1, created_at=task.created_at or self.clock()))
 
     def transition(self, task_id: str, dst: TaskState, *, reason: str | None = None,
@@ -197,7 +198,7 @@ class TaskStore:
             merged = dict(task.metadata)
             merged.update(metadata)
             changes["metadata"] = MappingProxyType(merged)
-        return dataclasses.replace(task, version=task.version + 1, **changes)
+        return msgspec.structs.replace(task, version=task.version + 1, **changes)
 
     # -- queries ---------------------------------------------------------------
 

@@ -87,6 +87,15 @@ def reset(state: State, delta: Delta) -> None:
 # -- a block at once ------------------------------------------------------------------
 
 
+#: Bernstein's own stamps (datetime.now(UTC).isoformat()), on a date every year has
+#: (all but February 29): each one is what fromisoformat takes, so it needs no other
+#: check (tests/test_gate_lines.py); year 0 is not a year to fromisoformat
+CANONICAL_STAMP = (r"(?!0000)[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+                   r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+                   r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{6})?"
+                   r"(?:\+00:00|Z)")
+
+
 class RawGateLine(msgspec.Struct, gc=False):
     """The strict shape of a line (what decode_gate_line takes as is), as decoded; a
     task's latest line is kept so until it is read (`latest`), when it becomes the
@@ -105,11 +114,7 @@ class RawGateLine(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(RawGateLine)
 #: what to_epoch tries as ISO first (4 ASCII digits, a dash, 10+ characters)
 _ISO = re.compile(r"[0-9]{4}-.{5}", re.ASCII | re.DOTALL)
-#: Bernstein's own stamps (datetime.now(UTC).isoformat()) on days 01-28: each one is
-#: what fromisoformat takes, so it needs no other check (tests/test_gate_lines.py)
-_CANONICAL = re.compile(r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
-                        r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{6})?"
-                        r"(?:\+00:00|Z)", re.ASCII)
+_CANONICAL = re.compile(CANONICAL_STAMP, re.ASCII)
 _not_none = partial(is_not, None)
 
 
@@ -126,7 +131,7 @@ def _decode(data: bytes) -> list[RawGateLine] | None:
     if not whole_lines(data, lines):
         return None
     stamps = filter(_not_none, map(attrgetter("timestamp"), lines))
-    # what Bernstein writes, on a day every month has, is valid as it stands; the rest
+    # what Bernstein writes (but on February 29) is valid as it stands; the rest
     # must be what to_epoch tries as ISO first, and what fromisoformat takes as it is
     others = list(filterfalse(_CANONICAL.fullmatch, stamps))
     if not all(map(_ISO.match, others)):
@@ -175,9 +180,10 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
         return False
     tasks = list(map(attrgetter("task_id"), lines))
     gates = list(map(attrgetter("gate"), lines))
+    block_tasks = set(tasks)  # (small sets: a lookup per line in the large ones is not)
     known = state.gate_ids
-    if not (known.issuperset(tasks) and known.issuperset(gates)):
-        new_ids = (set(tasks) | set(gates)) - known
+    new_ids = (block_tasks | set(gates)) - known
+    if new_ids:
         if not all(map(_plain_id, new_ids)):
             return False
         known |= new_ids
@@ -200,7 +206,7 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
     if len(table) > before:  # new (task, gate)s: the last keys, in the order they came
         for task, gate in reversed(list(islice(reversed(table), len(table) - before))):
             state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order
-    delta.touched.update(tasks)
+    delta.touched |= block_tasks
     return True
 
 

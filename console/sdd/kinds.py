@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from console.sdd import evolution_codec, gate_lines, metric_codec, task_codec
+from console.sdd import evolution_codec, gate_lines, metric_codec, task_codec, typed_block
 from console.sdd.delta import Delta
 from console.sdd.paths import Kind
 
@@ -61,6 +61,8 @@ class KindSpec:
     reset: Resetter
     detail: bool = field(default=False)  # a task's detail shows it (follows its changes)
     add_block: BlockAdder | None = field(default=None)  # a large kind's fast path
+    #: a large kind's blocks decoded straight into its record type (typed_block.py)
+    typed: typed_block.TypedBlock | None = field(default=None)
 
 
 def per_task_list(kind: Kind) -> tuple[Adder, Resetter]:
@@ -160,14 +162,15 @@ def _reset_events(state: State, delta: Delta) -> None:
 
 
 KINDS: Mapping[Kind, KindSpec] = {
-    Kind.TASKS: KindSpec(task_codec.decode_task, Section.TASKS, _add_task, _reset_tasks),
+    Kind.TASKS: KindSpec(task_codec.decode_task, Section.TASKS, _add_task, _reset_tasks,
+                         typed=typed_block.TASKS),
     Kind.ARCHIVE: KindSpec(task_codec.decode_archive, Section.ARCHIVE, _add_archive,
                            _reset_archive),
     Kind.GATE_LINES: KindSpec(metric_codec.decode_gate_line, Section.GATES,
                               gate_lines.add_line, gate_lines.reset, detail=True,
                               add_block=gate_lines.add_block),
     Kind.CHAINS: KindSpec(metric_codec.decode_chain, Section.CHAINS, _add_chain,
-                          _reset_chains, detail=True),
+                          _reset_chains, detail=True, typed=typed_block.CHAINS),
     Kind.TASK_METRICS: KindSpec(metric_codec.decode_task_metric, Section.METRICS,
                                 _add_metric, lambda state, delta: state.task_metrics.clear()),
     Kind.REFLECTIONS: KindSpec(metric_codec.decode_reflection, Section.REFLECTIONS,

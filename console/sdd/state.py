@@ -111,6 +111,11 @@ class State(ProblemLog):
                     and spec.add_block(self, block.data, delta)):
                 delta.sections.add(spec.section)
                 continue
+            if (spec.typed is not None and block.problem is None
+                    and len(block.data) <= batch.max_line_bytes
+                    and (typed := spec.typed.decode(block.data, block.first)) is not None):
+                self._add_typed(kind, display, block.first, typed, delta)
+                continue
             records, problems = decode_block(block, display, batch.max_line_bytes)
             for problem in problems:
                 self._problem(problem)
@@ -140,6 +145,16 @@ class State(ProblemLog):
             if kind is not Kind.TASKS:  # tasks go by key (upserts), not by section
                 delta.sections.add(spec.section)
             spec.add(self, record, display, line, delta)
+
+    def _add_typed(self, kind: Kind, display: str, first: int, records: list[Any],
+                   delta: Delta) -> None:
+        """Records a typed block decoded (each one what the kind's decoder makes)."""
+        spec = KINDS[kind]
+        if records and kind is not Kind.TASKS:
+            delta.sections.add(spec.section)
+        add = spec.add
+        for line, record in enumerate(records, first):
+            add(self, record, display, line, delta)
 
     def restore_task(self, task: Task) -> None:
         """A task from a checkpoint (its problems come back with the file's)."""

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+import msgspec
+
 from console.model import ArchiveRecord, CompletionSignal, Task
 from console.sdd.fields import (
     RecordError,
@@ -135,6 +137,107 @@ def decode_task(d: Mapping[str, Any]) -> Task:
         metadata=metadata,
         extra=MappingProxyType({k: v for k, v in d.items() if k not in _MODELLED}),
     )
+
+
+class TaskWire(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A runtime/tasks.jsonl line in the strict shape decode_task takes as it is: each
+    key Bernstein or we write, with the types they write (a large project's task log,
+    a block at once: typed_block.TASKS). Any other key or type: decode_task."""
+
+    id: str
+    title: str
+    status: str
+    description: str | None = None
+    role: str | None = None
+    priority: int | None = None
+    scope: str | None = None
+    complexity: str | None = None
+    estimated_minutes: int | None = None
+    task_type: str | None = None
+    depends_on: list[str] | None = None
+    parent_task_id: str | None = None
+    owned_files: list[str] | None = None
+    assigned_agent: str | None = None
+    result_summary: str | None = None
+    tenant_id: str | None = None
+    version: int | None = None
+    created_at: float | None = None
+    claimed_at: float | None = None
+    completed_at: float | None = None
+    closed_at: float | None = None
+    claimed_by_session: str | None = None
+    retry_count: int | None = None
+    max_retries: int | None = None
+    terminal_reason: str | None = None
+    deadline: float | None = None
+    model: str | None = None
+    effort: str | None = None
+    completion_signals: list[Any] | None = None
+    metadata: dict[str, Any] | None = None
+    # Bernstein's keys that Task does not model (decode_task drops them too; a writer
+    # puts their defaults back)
+    upgrade_details: Any = None
+    depends_on_repo: Any = None
+    cell_id: Any = None
+    repo: Any = None
+    batch_eligible: Any = None
+    eu_ai_act_risk: Any = None
+    approval_required: Any = None
+    risk_level: Any = None
+    slack_context: Any = None
+    parent_session_id: Any = None
+    subtask_wait_started_at: Any = None
+    retry_delay_s: Any = None
+    max_output_tokens: Any = None
+    meta_messages: Any = None
+
+
+_NO_ITEMS: MappingProxyType[str, Any] = MappingProxyType({})
+
+
+def _task_from_wire(w: TaskWire) -> Task:
+    """What decode_task makes of the line `w` was decoded from (RecordError: that line
+    goes through decode_task instead)."""
+    if not (w.id.strip() and w.title.strip() and w.status.strip()):
+        raise RecordError("an empty required string")
+    metadata = w.metadata
+    deadline = w.deadline
+    if deadline is None and metadata and "deadline" in metadata:
+        deadline = opt_epoch(metadata, "deadline")
+    signals = w.completion_signals
+    return Task(
+        id=w.id, title=w.title, status=w.status,
+        description="" if w.description is None else w.description,
+        role="backend" if w.role is None else w.role,
+        priority=2 if w.priority is None else w.priority,
+        scope="medium" if w.scope is None else w.scope,
+        complexity="medium" if w.complexity is None else w.complexity,
+        estimated_minutes=w.estimated_minutes,
+        task_type="standard" if w.task_type is None else w.task_type,
+        depends_on=() if w.depends_on is None else tuple(w.depends_on),
+        parent_task_id=w.parent_task_id,
+        owned_files=() if w.owned_files is None else tuple(w.owned_files),
+        assigned_agent=w.assigned_agent, result_summary=w.result_summary,
+        tenant_id="default" if w.tenant_id is None else w.tenant_id,
+        version=1 if w.version is None else w.version,
+        created_at=w.created_at, claimed_at=w.claimed_at, completed_at=w.completed_at,
+        closed_at=w.closed_at, claimed_by_session=w.claimed_by_session,
+        retry_count=0 if w.retry_count is None else w.retry_count,
+        max_retries=3 if w.max_retries is None else w.max_retries,
+        terminal_reason=w.terminal_reason, deadline=deadline, model=w.model,
+        effort=w.effort,
+        completion_signals=decode_signals(signals, "completion_signals") if signals else (),
+        metadata=_NO_ITEMS if metadata is None else MappingProxyType(metadata),
+        extra=_NO_ITEMS,  # (a key of no one's: decode_task)
+    )
+
+
+def tasks_from_wire(lines: list[TaskWire]) -> list[Task] | None:
+    """A block's tasks (typed_block.TASKS), or None: read it line by line."""
+    try:
+        return list(map(_task_from_wire, lines))
+    except Exception:  # (RecordError, or anything else: the line path says what it is)
+        return None
 
 
 def encode_task(task: Task) -> dict[str, Any]:

@@ -1,0 +1,29 @@
+"""Read one JSONL kind's file into a fresh State through its tail, in reads of `step`
+bytes, as blocks (the large-project paths) or line by line: the two must agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from console.sdd.delta import Delta
+from console.sdd.paths import Kind
+from console.sdd.state import State
+from console.sdd.tail import JsonlTail
+
+
+def read_kind(path: Path, kind: Kind, *, blocks: bool, step: int) -> tuple[State, Delta]:
+    state, delta, tail = State(), Delta(), JsonlTail(path, path.name)
+    while True:
+        batch = tail.read(step, blocks=blocks)
+        delta.merge(state.apply_jsonl(kind, path.name, batch))
+        if not batch.more:
+            return state, delta
+
+
+def read_both(folder: Path, name: str, lines: list[bytes], kind: Kind,
+              step: int = 1 << 20) -> tuple[tuple[State, Delta], tuple[State, Delta]]:
+    """`lines` written to `folder/name`, read as blocks and line by line."""
+    path = folder / name
+    path.write_bytes(b"".join(raw + b"\n" for raw in lines))
+    return (read_kind(path, kind, blocks=True, step=step),
+            read_kind(path, kind, blocks=False, step=step))
