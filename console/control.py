@@ -7,12 +7,12 @@ whose message the UI and the CLI show as it is: a refused action says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+
+class Outcome(msgspec.Struct, frozen=True):
     ok: bool
     message: str
 

@@ -107,7 +107,8 @@ class TestEmptyProject:
 
         async def run_before(pilot: Pilot[int]) -> None:
             for _ in range(200):
-                if text in str(pilot.app.query_one("#empty").render()) and footer_up(pilot.app):
+                empty = pilot.app.screen.query("#empty")  # (composed after the app is up)
+                if empty and text in str(empty.first().render()) and footer_up(pilot.app):
                     break
                 await pilot.pause(0.05)
             await pilot.pause(0.1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
+import functools
 import os
 import signal
 import sys
@@ -28,16 +28,18 @@ PR_SET_PDEATHSIG = 1
 EXIT_BACKSTOP_S = 15.0
 
 
-def _load_prctl() -> Callable[..., int] | None:
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl (ctypes loaded when first needed: not before the first frame)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
 
-
-_PRCTL = _load_prctl()
 
 
 def die_with_parent() -> Callable[[], None] | None:
@@ -49,7 +51,7 @@ def die_with_parent() -> Callable[[], None] | None:
 
 def die_with_parent_signal(sig: signal.Signals) -> Callable[[], None] | None:
     """`die_with_parent`, with `sig` instead of SIGKILL (SIGTERM: a clean stop)."""
-    prctl = _PRCTL
+    prctl = _prctl()  # (resolved here, before the fork: preexec only calls it)
     if prctl is None:
         return None
     parent = os.getpid()
@@ -66,8 +68,9 @@ def die_with_parent_signal(sig: signal.Signals) -> Callable[[], None] | None:
 def set_parent_death_signal(sig: signal.Signals) -> None:
     """This process gets `sig` when the thread that started it ends (Linux; elsewhere
     nothing)."""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
 
 
 @contextlib.contextmanager

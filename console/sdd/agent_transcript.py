@@ -27,24 +27,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 #: how much of an attempt's log is read for its report (the log itself is capped)
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 STRUCTURED = frozenset({"claude", "codex", "gemini"})
 
 
-@dataclass(slots=True)
-class AgentReport:
+class AgentReport(msgspec.Struct):
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float | None = None  # the CLI's own figure, preferred to the price table
     final_message: str = ""
     error: str = ""  # the CLI's own words when it says the run failed
     events: int = 0  # JSON lines understood
-    lines: list[str] = field(default_factory=list)  # the readable transcript
+    lines: list[str] = msgspec.field(default_factory=list)  # the readable transcript
 
 
 def _map(value: object) -> dict[str, Any]:

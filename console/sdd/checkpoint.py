@@ -51,6 +51,7 @@ from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats
 from console.sdd.paths import JSONL_KINDS, Kind
 from console.sdd.tail import Position
+from console.sdd.user_dirs import user_state_dir
 
 if TYPE_CHECKING:
     from console.sdd.source import LocalSource
@@ -156,8 +157,7 @@ SCHEMA = hashlib.sha256(__version__.encode()
 
 
 def key_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "bernstein-tui" / "checkpoint.key"
+    return user_state_dir() / "checkpoint.key"
 
 
 def _key(create: bool) -> bytes | None:

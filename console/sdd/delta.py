@@ -3,20 +3,19 @@ console's sections (`kinds.Section`) and the tasks whose other records changed."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from console.model import Task
 
 
-@dataclass(slots=True)
-class Delta:
+class Delta(msgspec.Struct):
     """What one batch of file changes did to the state."""
 
-    upserts: dict[str, Task] = field(default_factory=dict)
-    removed: set[str] = field(default_factory=set)
-    sections: set[str] = field(default_factory=set)  # Section values
+    upserts: dict[str, Task] = msgspec.field(default_factory=dict)
+    removed: set[str] = msgspec.field(default_factory=set)
+    sections: set[str] = msgspec.field(default_factory=set)  # Section values
     #: tasks whose gates, SLA or chains changed without a new task record
-    touched: set[str] = field(default_factory=set)
+    touched: set[str] = msgspec.field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.upserts or self.removed or self.sections or self.touched)

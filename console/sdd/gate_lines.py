@@ -20,7 +20,6 @@ import datetime as dt
 import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress, filterfalse, islice
 from operator import attrgetter, is_not
@@ -40,8 +39,7 @@ GATE_RECENT = 40
 _UNJUDGED = ("skipped", "bypassed")
 
 
-@dataclass(slots=True)
-class GateStats:
+class GateStats(msgspec.Struct):
     """Running totals for one gate over every line of quality_gates.jsonl."""
 
     runs: int = 0
@@ -49,7 +47,7 @@ class GateStats:
     skipped: int = 0  # skipped or bypassed: nothing was judged, so neither pass nor fail
     cached: int = 0
     total_ms: int = 0
-    recent: deque[bool | None] = field(default_factory=lambda: deque(maxlen=GATE_RECENT))
+    recent: deque[bool | None] = msgspec.field(default_factory=lambda: deque(maxlen=GATE_RECENT))
 
     def add(self, line: GateLine) -> None:
         judged = line.status not in _UNJUDGED

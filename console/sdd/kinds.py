@@ -13,9 +13,10 @@ tab in tui/widgets/task_detail.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from console.sdd import evolution_codec, gate_lines, metric_codec, task_codec, typed_block
 from console.sdd.delta import Delta
@@ -53,16 +54,15 @@ Resetter = Callable[["State", Delta], None]
 BlockAdder = Callable[["State", bytes, Delta], bool]
 
 
-@dataclass(frozen=True, slots=True)
-class KindSpec:
+class KindSpec(msgspec.Struct, frozen=True):
     decoder: Decoder
     section: Section
     add: Adder
     reset: Resetter
-    detail: bool = field(default=False)  # a task's detail shows it (follows its changes)
-    add_block: BlockAdder | None = field(default=None)  # a large kind's fast path
+    detail: bool = False  # a task's detail shows it (follows its changes)
+    add_block: BlockAdder | None = None  # a large kind's fast path
     #: a large kind's blocks decoded straight into its record type (typed_block.py)
-    typed: typed_block.TypedBlock | None = field(default=None)
+    typed: typed_block.TypedBlock | None = None
 
 
 def per_task_list(kind: Kind) -> tuple[Adder, Resetter]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import msgspec
 
 from console.model import (
     SUCCEEDED,
@@ -297,8 +298,7 @@ def gate_line(task_id: str, result: GateResult, timestamp: str) -> dict[str, Any
     return line
 
 
-@dataclass(frozen=True, slots=True)
-class FinishedTask:
+class FinishedTask(msgspec.Struct, frozen=True):
     """What a finished task cost, summed over every attempt it had (all its chains)."""
 
     task_id: str

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+
+import msgspec
 
 
 class Kind(StrEnum):
@@ -39,8 +40,7 @@ SKELETON_DIRS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SddPaths:
+class SddPaths(msgspec.Struct, frozen=True):
     """Paths of one project; `root` is the project directory, `sdd` its `.sdd/`."""
 
     root: Path

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,7 @@ CHUNK_BYTES = 1024 * 1024
 _HEAD_BYTES = 64
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """Whole lines as read (`data` ends with a newline; its first line is number
     `first`), or a line skipped for its length (`problem`)."""
 
@@ -47,14 +45,13 @@ class Block:
     problem: Problem | None = None
 
 
-@dataclass(slots=True)
-class TailBatch:
+class TailBatch(msgspec.Struct):
     """What one read produced."""
 
-    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
+    records: list[tuple[int, dict[str, Any]]] = msgspec.field(default_factory=list)
+    problems: list[Problem] = msgspec.field(default_factory=list)
     #: read(blocks=True): the lines, undecoded, in file order (records stay empty)
-    blocks: list[Block] = field(default_factory=list)
+    blocks: list[Block] = msgspec.field(default_factory=list)
     max_line_bytes: int = MAX_LINE_BYTES
     #: the file was truncated, replaced or removed: everything read from it before is void
     reset: bool = False
@@ -140,8 +137,7 @@ def _too_long(display: str, line: int, size: int, limit: int) -> Problem:
     return Problem(display, line, f"line is {size} bytes, over the {limit}-byte limit; skipped")
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
+class Position(msgspec.Struct, frozen=True):
     """Where a tail stands in the file it read (a checkpoint keeps it)."""
 
     ident: tuple[int, int]

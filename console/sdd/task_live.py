@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from console.sdd.agent_transcript import STRUCTURED, readable
 from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
@@ -34,8 +35,7 @@ HEARTBEAT_BYTES = 16 * 1024
 STALE_AFTER_S = 60.0
 
 
-@dataclass(frozen=True)
-class TaskLive:
+class TaskLive(msgspec.Struct, frozen=True):
     """The live side of one task, read off the event loop when it is selected."""
 
     progress: tuple[dict[str, Any], ...] = ()

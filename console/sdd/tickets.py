@@ -15,9 +15,10 @@ back to medium; model `auto` and effort `normal` mean "not pinned".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
+
+import msgspec
 
 from console.model import Ticket
 from console.sdd.fields import (
@@ -52,8 +53,7 @@ def heading(text: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class TicketError:
+class TicketError(msgspec.Struct, frozen=True):
     source: str
     reason: str
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from console.sdd.fileio import atomic_write_bytes, read_regular_file
 from console.sdd.sanitize import display_text
+from console.sdd.user_dirs import user_config_dir
 
 TRUST_FILE_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024  # load_config's own cap: hashed exactly as it is read
@@ -46,12 +47,6 @@ PARTS = ("bernstein.yaml", ".bernstein/", ".sdd/missions/")
 
 class TrustError(Exception):
     """The project cannot be fingerprinted or the trust file written: one line."""
-
-
-def user_config_dir() -> Path:
-    """`$XDG_CONFIG_HOME/bernstein-tui`, else `~/.config/bernstein-tui`."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "bernstein-tui"
 
 
 def trust_file() -> Path:

@@ -13,7 +13,6 @@ State decodes the block line by line with the usual reasons
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 from typing import Any
@@ -35,8 +34,7 @@ def all_filled(values: Iterable[str]) -> bool:
     return all(map(str.strip, values))
 
 
-@dataclass(frozen=True, slots=True)
-class TypedBlock:
+class TypedBlock(msgspec.Struct, frozen=True):
     """How one kind's blocks decode: straight into `wire` (its record type, or a strict
     mirror of the line), then `finish` (checks, and the records made from the wire)."""
 

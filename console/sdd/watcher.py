@@ -18,8 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import watchfiles
-
 from console.sdd.state import Delta
 
 if TYPE_CHECKING:
@@ -105,6 +103,8 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
     source.save_checkpoint()  # a long cold read is not paid again on the next start
     _freeze_if_large(source)
     on_delta(Delta())  # the load is complete, even if it found nothing
+    import watchfiles  # (17 ms: after the load, not before the console's first rows)
+
     polling = False
     present = True
     while not stop.is_set():

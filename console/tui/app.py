@@ -93,9 +93,10 @@ def _console_commands() -> type[Provider]:
 
 class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[int]):
     TITLE = "bernstein-tui"
-    CSS_PATH = [stylesheet("base"), stylesheet("screens")]  # the main screen has its own
+    # every sheet here, parsed once at start (a screen's own CSS_PATH, or a mode, has
+    # Textual parse them all again: 2 of the 5 parses before the first frame)
+    CSS_PATH = [stylesheet("base"), stylesheet("main"), stylesheet("screens")]
     BINDINGS = APP_BINDINGS
-    DEFAULT_MODE = "main"
     COMMANDS = App.COMMANDS | {_console_commands}
 
     def __init__(self, root: Path, *, read_only: bool = False, engine: bool = False,
@@ -136,12 +137,18 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
             "  [read-only]" if self.read_only else "")
         if self.demo:
             where = "DEMO (scripted demo agent, no API keys) · " + where
+        # an empty project says so on its first frame (the load confirms it)
+        first_text = (empty_text(self.project_root, self.source.exists)
+                      if isinstance(self.source, LocalSource) and self.source.has_no_tasks()
+                      else "Reading .sdd/ …")
         self.main = MainScreen(self.source, where, read_only=self.read_only, clock=self.clock,
                                engine_line="engine: off (watching only)"
-                               if not self.want_engine else "engine: starting …")
-        # the base screen of the app's one mode (a mode's screen gets its own stylesheet
-        # loaded; a default screen's is not)
-        self.add_mode("main", lambda: self.main)
+                               if not self.want_engine else "engine: starting …",
+                               first_text=first_text)
+
+
+    def get_default_screen(self) -> MainScreen:
+        return self.main
 
     def on_main_screen_ready(self) -> None:
         """The main screen is up: the source's rows have somewhere to go."""
@@ -149,7 +156,6 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
         self.set_interval(LIVE_EVERY_S, self._follow_live)
         self._reading_timer = self.set_interval(READING_EVERY_S, self._show_reading)
         self.source.start(self._from_watcher, on_error=self._error_from_watcher)
-        self.run_worker(self._read_ladder, thread=True, exit_on_error=False, name="ladder")
         if self.want_engine:
             self.run_worker(self._start_engine, thread=True, exit_on_error=False,
                             name="start-engine")
@@ -249,6 +255,8 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
             return
         self._first_painted = True
         self.source.shown.set()
+        # (imports the engine's cascade and PyYAML: not while the first frame is drawn)
+        self.run_worker(self._read_ladder, thread=True, exit_on_error=False, name="ladder")
         await self.main.add_footer()
 
     def on_show_task(self, message: ShowTask) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
+
+import msgspec
 
 from console.sdd.state import State
 
@@ -24,8 +25,7 @@ SESSION_LIMIT = 2000
 SHOWN_LIMIT = 5000
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(msgspec.Struct, frozen=True):
     timestamp: float
     kind: str  # engine | action | notice | sla | gate | phase | proposal
     severity: str  # information | warning | error

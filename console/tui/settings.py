@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from console.sdd.fileio import atomic_write_json
-from console.sdd.trust import user_config_dir
+from console.sdd.user_dirs import user_config_dir
 
 
 def settings_path() -> Path:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from console.model import SUCCEEDED, TaskState, short_state_label
 from console.sdd.sanitize import CELL_LIMIT, display_text
@@ -20,8 +21,7 @@ FAILING = frozenset({"fail", "timeout"})
 FINISHED = frozenset({"done", "failed"})
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     key: str
     label: str
     width: int  # 0: whatever is left
@@ -33,8 +33,7 @@ COLUMNS = (Column("state", "State", 14), Column("id", "ID", 13), Column("priorit
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRow:
+class TaskRow(msgspec.Struct, frozen=True):
     id: str
     status: str
     title: str

@@ -5,8 +5,7 @@ off the event loop; the handlers only lay them out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+import msgspec
 from textual.notifications import SeverityLevel
 
 from console.model import EngineStatus
@@ -14,8 +13,7 @@ from console.sdd.state import Delta, State
 from console.tui.task_rows import TaskRow, row_of
 
 
-@dataclass(frozen=True, slots=True)
-class Header:
+class Header(msgspec.Struct, frozen=True):
     counts: dict[str, int]
     problems: int
     engine: EngineStatus | None
@@ -23,8 +21,7 @@ class Header:
     pending_proposals: int
 
 
-@dataclass(frozen=True, slots=True)
-class Alert:
+class Alert(msgspec.Struct, frozen=True):
     severity: SeverityLevel  # information | warning | error
     text: str
 
@@ -47,16 +44,15 @@ def header_of(state: State) -> Header:
                   state.chain_cost, len(state.pending_proposals()))
 
 
-@dataclass
-class AlertWatch:
+class AlertWatch(msgspec.Struct):
     """Remembers what was already announced, so each alert is said once.
 
     The first load only fills the memory: history is not news.
     """
 
-    violated: set[str] = field(default_factory=set)
-    blocked: dict[str, object] = field(default_factory=dict)
-    pending: set[str] = field(default_factory=set)
+    violated: set[str] = msgspec.field(default_factory=set)
+    blocked: dict[str, object] = msgspec.field(default_factory=dict)
+    pending: set[str] = msgspec.field(default_factory=set)
 
     def scan(self, state: State, delta: Delta, *, announce: bool) -> list[Alert]:
         alerts: list[Alert] = []

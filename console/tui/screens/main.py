@@ -17,7 +17,6 @@ from textual.widgets import Footer, Static, Tabs
 from console.sdd.kinds import DETAIL_SECTIONS
 from console.tui.keys import MAIN_BINDINGS, MAIN_KEYS, SCREEN_GROUPS
 from console.tui.screens.narrow import FitsNarrow
-from console.tui.styles import stylesheet
 from console.tui.task_actions import TaskActions
 from console.tui.views import FilterActions
 from console.tui.widgets.lines import Lines
@@ -42,7 +41,6 @@ TABLE_WIDGETS = ("#view-line", "#tasks", "#sla-strip", "#detail")
 
 
 class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
-    CSS_PATH = stylesheet("main")
     BINDINGS = MAIN_BINDINGS
     AUTO_FOCUS = "TaskTable"  # never the hidden filter box
 
@@ -57,8 +55,10 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
         """The screen's widgets are mounted: rows may come."""
 
     def __init__(self, source: Source, where: str, *, read_only: bool,
-                 clock: Callable[[], float], engine_line: str) -> None:
+                 clock: Callable[[], float], engine_line: str,
+                 first_text: str = "Reading .sdd/ …") -> None:
         super().__init__()
+        self.first_text = first_text  # what the first frame says, before the load does
         self.source = source  # read under its lock: the watcher thread writes the State
         self.where = where
         self.read_only = read_only
@@ -73,7 +73,7 @@ class MainScreen(FitsNarrow, FilterActions, TaskActions, Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar(self.where, id="status")
         with Vertical(id="body"):
-            yield Static("Reading .sdd/ …", id="empty", markup=False)
+            yield Static(self.first_text, id="empty", markup=False)
             yield self.filter_box()
             yield Lines("", id="view-line", markup=False)
             yield TaskTable(clock=self.clock, id="tasks")

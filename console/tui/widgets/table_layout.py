@@ -12,7 +12,7 @@ Pure functions: the table lays out its cells with them, tests check them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from console.tui.task_rows import COLUMNS
 
@@ -27,8 +27,7 @@ COMPACT_LABELS = {"priority": "P", "attempt": "Try", "gates": "G", "state": "S",
                   "sla": "SLA"}
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(msgspec.Struct, frozen=True):
     columns: tuple[int, ...]  # indexes into COLUMNS, in order
     widths: tuple[int, ...]  # each one's text width (a cell is one wider: its left pad)
     compact: frozenset[str]  # keys shown as a glyph or shortened
