@@ -34,21 +34,29 @@ def _project(base: Path) -> Path:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"],
                  ["-c", "user.name=b", "-c", "user.email=b@b.invalid", "commit", "-qm", "i"]):
         subprocess.run(["git", "-C", str(root), *args], check=True)
-    subprocess.run([sys.executable, "-m", "console", "-C", str(root), "init"], check=True,
-                   capture_output=True)
+    for command in ("init", "trust"):  # (its bernstein.yaml names gates: trusted first)
+        subprocess.run([sys.executable, "-m", "console", "-C", str(root), command],
+                       check=True, capture_output=True, env=_env(base))
     (root / "src" / "calc" / "__init__.py").write_text(CALC)
     return root
 
 
+def _env(base: Path) -> dict[str, str]:
+    """As from an activated virtualenv (the tools are the venv's, not a pyenv shim's:
+    a shell shim is asked for `--version` on every run, ~0.35 s for pytest), with its
+    own trust records."""
+    return dict(os.environ, XDG_CONFIG_HOME=str(base / "config"),
+                PATH=os.pathsep.join([str(Path(sys.executable).parent),
+                                      os.environ.get("PATH", "")]))
+
+
 def _gates(root: Path) -> tuple[float, float, dict]:
-    # as from an activated virtualenv: the tools are the venv's, not a pyenv shim's (a
-    # shell shim is asked for `--version` on every run, ~0.35 s for pytest)
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent),
-                                                 os.environ.get("PATH", "")]))
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "gates", "--json"],
-                         capture_output=True, text=True, env=env)
+                         capture_output=True, text=True, env=_env(root.parent))
     wall = time.perf_counter() - started
+    if out.returncode not in (0, 1):  # 1: a gate failed (the report is still there)
+        raise RuntimeError(f"gates exited {out.returncode}: {out.stderr.strip()[:200]}")
     report = json.loads(out.stdout)
     return wall * 1000, float(report["total_duration_ms"]), report
 

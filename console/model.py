@@ -161,7 +161,7 @@ def family_of(model: str) -> str | None:
                  if any(mark in name for mark in marks)), None)
 
 
-class Ladders(msgspec.Struct, frozen=True, gc=False):
+class Ladders(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """The model ladder of each task: its adapter's (the task's `cli`, the adapter its
     last attempt ran, else the project's default), else the project's `cascade.ladder`."""
 
@@ -204,7 +204,7 @@ def short_state_label(status: str) -> str:
     return f"{STATE_GLYPHS.get(status, UNKNOWN_STATE_GLYPH)} {SHORT_STATES.get(status, status)}"
 
 
-class Problem(msgspec.Struct, frozen=True, gc=False):
+class Problem(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A record that could not be read: shown, counted, never fatal."""
 
     file: str
@@ -216,7 +216,7 @@ class Problem(msgspec.Struct, frozen=True, gc=False):
         return f"{where}: {self.reason}"
 
 
-class CompletionSignal(msgspec.Struct, frozen=True, gc=False):
+class CompletionSignal(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A janitor check. `value` is Bernstein's form; seed 001's keys map onto it."""
 
     type: str
@@ -224,7 +224,7 @@ class CompletionSignal(msgspec.Struct, frozen=True, gc=False):
     expected_status: int | None = None  # api_responds only
 
 
-class Task(msgspec.Struct, frozen=True, gc=False):
+class Task(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One task, as the last record for its id in runtime/tasks.jsonl says."""
 
     id: str
@@ -271,7 +271,7 @@ class Task(msgspec.Struct, frozen=True, gc=False):
         return state is not None and state in TERMINAL_STATES
 
 
-class ArchiveRecord(msgspec.Struct, frozen=True, gc=False):
+class ArchiveRecord(msgspec.Struct, frozen=True, gc=False, array_like=True):
     task_id: str
     title: str
     role: str
@@ -283,7 +283,7 @@ class ArchiveRecord(msgspec.Struct, frozen=True, gc=False):
     cost_usd: float | None
 
 
-class Ticket(msgspec.Struct, frozen=True, gc=False):
+class Ticket(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A backlog ticket file, parsed; not yet a task."""
 
     source: str
@@ -311,7 +311,7 @@ class Ticket(msgspec.Struct, frozen=True, gc=False):
     form: str = "yaml"  # yaml | front-matter | markdown
 
 
-class Approval(msgspec.Struct, frozen=True, gc=False):
+class Approval(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """A human decision a Bernstein task server waits for (`GET /approvals`)."""
 
     task_id: str

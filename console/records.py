@@ -15,7 +15,7 @@ import msgspec
 NO_ITEMS: MappingProxyType[str, Any] = MappingProxyType({})
 
 
-class GateLine(msgspec.Struct, frozen=True, gc=False):
+class GateLine(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/quality_gates.jsonl."""
 
     task_id: str
@@ -28,7 +28,7 @@ class GateLine(msgspec.Struct, frozen=True, gc=False):
     required: bool
 
 
-class GateResult(msgspec.Struct, frozen=True, gc=False):
+class GateResult(msgspec.Struct, frozen=True, gc=False, array_like=True):
     name: str
     status: str
     required: bool
@@ -40,7 +40,7 @@ class GateResult(msgspec.Struct, frozen=True, gc=False):
     metadata: MappingProxyType[str, Any] = NO_ITEMS
 
 
-class GateReport(msgspec.Struct, frozen=True, gc=False):
+class GateReport(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """runtime/gates/<task_id>.json."""
 
     task_id: str
@@ -84,7 +84,7 @@ class Chain(msgspec.Struct, frozen=True, gc=False):
         return any(a.escalated for a in self.attempts) or len(self.attempts) > 1
 
 
-class TaskMetric(msgspec.Struct, frozen=True, gc=False):
+class TaskMetric(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/tasks.jsonl (Bernstein's evolution collector)."""
 
     task_id: str
@@ -96,7 +96,7 @@ class TaskMetric(msgspec.Struct, frozen=True, gc=False):
     timestamp: float | None
 
 
-class Reflection(msgspec.Struct, frozen=True, gc=False):
+class Reflection(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/reflections.jsonl: a diagnosis of one failed iteration."""
 
     task_id: str
@@ -115,7 +115,7 @@ class Reflection(msgspec.Struct, frozen=True, gc=False):
     timestamp: float | None = None
 
 
-class JudgeScore(msgspec.Struct, frozen=True, gc=False):
+class JudgeScore(msgspec.Struct, frozen=True, gc=False, array_like=True):
     judge: str
     dimension: str
     score: float
@@ -123,7 +123,7 @@ class JudgeScore(msgspec.Struct, frozen=True, gc=False):
     dropped: bool = False  # an outlier more than 1.5 from the median
 
 
-class Review(msgspec.Struct, frozen=True, gc=False):
+class Review(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/reviews.jsonl: a multi-judge review of one task."""
 
     task_id: str
@@ -135,7 +135,7 @@ class Review(msgspec.Struct, frozen=True, gc=False):
     timestamp: float | None = None
 
 
-class ReviewFlag(msgspec.Struct, frozen=True, gc=False):
+class ReviewFlag(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/review_queue.jsonl: work that passed but that a check wants a
     human to look at (a judge accepting below 0.7 confidence, seed 000)."""
 
@@ -147,7 +147,7 @@ class ReviewFlag(msgspec.Struct, frozen=True, gc=False):
     signal: str = ""
 
 
-class SlaEvent(msgspec.Struct, frozen=True, gc=False):
+class SlaEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/sla_events.jsonl."""
 
     event: str  # sla:warning | sla:violated | sla:met
@@ -162,7 +162,7 @@ class SlaEvent(msgspec.Struct, frozen=True, gc=False):
     margin_ms: float | None = None
 
 
-class PhaseGateEvent(msgspec.Struct, frozen=True, gc=False):
+class PhaseGateEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of metrics/phase_gates.jsonl."""
 
     event: str  # quality:gate:passed | :failed | :released | quality:threshold:failed
@@ -175,7 +175,7 @@ class PhaseGateEvent(msgspec.Struct, frozen=True, gc=False):
     by: str | None = None  # who released a gate (the operator)
 
 
-class Proposal(msgspec.Struct, frozen=True, gc=False):
+class Proposal(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of evolution/deferred.jsonl: a proposal routed to a human."""
 
     proposal_id: str
@@ -193,7 +193,7 @@ class Proposal(msgspec.Struct, frozen=True, gc=False):
 HUMAN_OUTCOMES = frozenset({"human_review_4h", "human_review_immediate", "blocked"})
 
 
-class Decision(msgspec.Struct, frozen=True, gc=False):
+class Decision(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of evolution/decisions.jsonl."""
 
     proposal_id: str
@@ -217,7 +217,7 @@ class Decision(msgspec.Struct, frozen=True, gc=False):
         return "rejected" if self.reason.startswith("Rejected by") else self.outcome
 
 
-class Experiment(msgspec.Struct, frozen=True, gc=False):
+class Experiment(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of evolution/experiments.jsonl."""
 
     proposal_id: str
@@ -229,7 +229,7 @@ class Experiment(msgspec.Struct, frozen=True, gc=False):
     timestamp: float | None = None
 
 
-class EngineEvent(msgspec.Struct, frozen=True, gc=False):
+class EngineEvent(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """One line of runtime/engine_events.jsonl: what the engine wants an operator to know."""
 
     level: str  # info | warning | error
@@ -239,7 +239,7 @@ class EngineEvent(msgspec.Struct, frozen=True, gc=False):
     file: str | None = None
 
 
-class EngineStatus(msgspec.Struct, frozen=True, gc=False):
+class EngineStatus(msgspec.Struct, frozen=True, gc=False, array_like=True):
     """`.sdd/runtime/engine_status.json`: what the engine running the project is doing."""
 
     pid: int
