@@ -68,3 +68,19 @@ async def test_a_large_project_shows_its_read_in_progress(project: Path) -> None
         await wait_for(pilot, lambda: app.source.loaded.is_set(), timeout=120)
         await wait_for(pilot, lambda: "reading .sdd" not in str(status.render()), timeout=10)
         assert "50 tasks:" in str(status.render())
+
+
+async def test_an_empty_project_says_so_on_its_first_frame(project: Path) -> None:
+    """#22.4: no task log (or an empty one) means the load will find no task, so the
+    first frame already says "No tasks yet" (one stat), without waiting for the
+    watcher; a project with tasks says it is reading until its rows come."""
+    empty = ConsoleApp(project)
+    assert "No tasks yet" in empty.main.first_text
+    (project / ".sdd" / "runtime").mkdir(parents=True, exist_ok=True)
+    (project / ".sdd" / "runtime" / "tasks.jsonl").write_bytes(b"")
+    assert "No tasks yet" in ConsoleApp(project).main.first_text
+    append(project / ".sdd" / "runtime" / "tasks.jsonl", task_record("T0", "done"))
+    busy = ConsoleApp(project)
+    assert busy.main.first_text == "Reading .sdd/ …"
+    async with busy.run_test() as pilot:  # the rows replace it
+        await wait_for(pilot, lambda: busy.main.table.row_count == 1)
