@@ -146,7 +146,6 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
                                if not self.want_engine else "engine: starting …",
                                first_text=first_text)
 
-
     def get_default_screen(self) -> MainScreen:
         return self.main
 
