@@ -1,13 +1,13 @@
 """A block of JSONL lines decoded by msgspec straight into record types (no dict, no
 per-field decoder), for the kinds a large project has many lines of.
 
-Taken only when every line is in the strict shape the record type declares (the shape
-Bernstein and the engine write) and passes the kind's `check`; then each record is
-exactly what the kind's per-field decoder would make of that line. Anything else — a
-missing key, a number as a string, an ISO timestamp where epoch seconds go, an id the
-per-field decoder would clean, a blank line, a byte-order mark — returns None, and the
-State decodes the block line by line with the usual reasons
-(tests/test_typed_block.py holds the two paths to the same records).
+Taken only when every line is in the strict shape the wire type declares (the shape
+Bernstein and the engine write) and the kind's `finish` takes them all; then each record
+is exactly what the kind's per-field decoder would make of that line. Anything else — a
+missing key, a key of no one's, a number as a string, an ISO timestamp where epoch
+seconds go, a blank id, a blank line, a byte-order mark — returns None, and the State
+decodes the block line by line with the usual reasons (tests/test_typed_block.py holds
+the two paths to the same records and problems).
 """
 
 from __future__ import annotations
