@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from console.model import Task
 from console.records import Chain
 from console.sdd.paths import Kind
 from console.sdd.state import State
+from console.sdd.task_codec import BERNSTEIN_TASK_KEYS, OUR_TASK_KEYS, TaskWire
 from console.sdd.typed_block import CHAINS, TASKS
 from tests.tail_read import read_both
 
@@ -226,3 +228,11 @@ def test_bernsteins_task_records_decode_through_the_wire(tmp_path: Path) -> None
     assert (tasks[5].depends_on, tasks[5].owned_files, tasks[5].extra) == (
         ("T4",), ("src/m0.py",), {})
     assert TASKS.decode(data.replace(b'"repo": null', b'"repo": null, "x": 1', 1), 1) is None
+
+
+def test_the_wire_knows_every_task_key_and_no_other() -> None:
+    """TaskWire forbids unknown keys: it must name exactly the keys of Bernstein's
+    writer and ours (task_codec's lists), or lines with a key it misses would all go
+    line by line, and a key it invents would be taken without decode_task's checks."""
+    wire = {field.name for field in msgspec.structs.fields(TaskWire)}
+    assert wire == set(BERNSTEIN_TASK_KEYS) | set(OUR_TASK_KEYS)

@@ -106,13 +106,12 @@ class State(ProblemLog):
             delta.sections.add(Section.PROBLEMS)
         self._add_records(kind, display, batch.records, delta)
         for block in batch.blocks:  # read(blocks=True): a hot kind's block at once
-            if (spec.add_block is not None and block.problem is None
-                    and len(block.data) <= batch.max_line_bytes
-                    and spec.add_block(self, block.data, delta)):
+            whole = block.problem is None and len(block.data) <= batch.max_line_bytes
+            if whole and spec.add_block is not None and spec.add_block(self, block.data,
+                                                                       delta):
                 delta.sections.add(spec.section)
                 continue
-            if (spec.typed is not None and block.problem is None
-                    and len(block.data) <= batch.max_line_bytes
+            if (whole and spec.typed is not None
                     and (typed := spec.typed.decode(block.data, block.first)) is not None):
                 self._add_typed(kind, display, block.first, typed, delta)
                 continue

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from console.model import ArchiveRecord, CompletionSignal, Task
+from console.records import NO_ITEMS
 from console.sdd.fields import (
     RecordError,
     int_or,
@@ -192,9 +193,6 @@ class TaskWire(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     meta_messages: Any = None
 
 
-_NO_ITEMS: MappingProxyType[str, Any] = MappingProxyType({})
-
-
 def _task_from_wire(w: TaskWire) -> Task:
     """What decode_task makes of the line `w` was decoded from (RecordError: that line
     goes through decode_task instead)."""
@@ -227,8 +225,8 @@ def _task_from_wire(w: TaskWire) -> Task:
         terminal_reason=w.terminal_reason, deadline=deadline, model=w.model,
         effort=w.effort,
         completion_signals=decode_signals(signals, "completion_signals") if signals else (),
-        metadata=_NO_ITEMS if metadata is None else MappingProxyType(metadata),
-        extra=_NO_ITEMS,  # (a key of no one's: decode_task)
+        metadata=NO_ITEMS if metadata is None else MappingProxyType(metadata),
+        extra=NO_ITEMS,  # (a key of no one's: decode_task)
     )
 
 
