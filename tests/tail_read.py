@@ -1,11 +1,13 @@
 """Read one JSONL kind's file into a fresh State through its tail, in reads of `step`
-bytes, as blocks (the large-project paths) or line by line: the two must agree."""
+bytes, as blocks and frames (the large-project paths, as LocalSource reads) or line by
+line: the two must agree."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from console.sdd.delta import Delta
+from console.sdd.kinds import KINDS
 from console.sdd.paths import Kind
 from console.sdd.state import State
 from console.sdd.tail import JsonlTail
@@ -13,9 +15,12 @@ from console.sdd.tail import JsonlTail
 
 def read_kind(path: Path, kind: Kind, *, blocks: bool, step: int) -> tuple[State, Delta]:
     state, delta, tail = State(), Delta(), JsonlTail(path, path.name)
+    frame = KINDS[kind].frame if blocks else None
     while True:
         batch = tail.read(step, blocks=blocks)
-        delta.merge(state.apply_jsonl(kind, path.name, batch))
+        prepared = (frame.prepare(batch.blocks, batch.max_line_bytes)  # (as LocalSource)
+                    if frame is not None and batch.blocks else None)
+        delta.merge(state.apply_jsonl(kind, path.name, batch, prepared))
         if not batch.more:
             return state, delta
 

@@ -50,7 +50,7 @@ def _picture(state: State) -> dict[str, Any]:
         "gate_counts": {g: dict(c) for g, c in state.gate_counts.items()},
         "gate_stats": {g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms,
                            list(s.recent)) for g, s in state.gate_stats.items()},
-        "latest": {t: list(state.latest_gates(t).items()) for t in state.gate_order},
+        "latest": {t: list(state.latest_gates(t).items()) for t in state.gate_tasks()},
         "reflections": dict(state.reflections), "reviews": dict(state.reviews),
         "metrics": state.task_metrics, "sla": state.sla_latest,
         "proposals": state.proposals, "decisions": dict(state.decisions),

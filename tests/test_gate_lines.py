@@ -88,7 +88,7 @@ def _seen(state: State) -> dict[str, Any]:
         "counts": {g: list(c.items()) for g, c in state.gate_counts.items()},
         "stats": {g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms, list(s.recent))
                   for g, s in state.gate_stats.items()},
-        "latest": {t: list(state.latest_gates(t).items()) for t in state.gate_order},
+        "latest": {t: list(state.latest_gates(t).items()) for t in state.gate_tasks()},
         "problems": [(p.file, p.line, p.reason) for p in state.problems],
     }
 

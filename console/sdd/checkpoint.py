@@ -247,7 +247,7 @@ def _still(mark: Mark, path: Path) -> bool:
 
 def _parts(state: State) -> Parts:
     latest: dict[str, dict[str, GateLine]] = {}
-    for task_id in state.gate_order:
+    for task_id in state.gate_tasks():
         latest[task_id] = state.latest_gates(task_id)
     return Parts(
         tasks=state.tasks, archive=state.archive, archive_records=state.archive_records,

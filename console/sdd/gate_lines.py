@@ -61,6 +61,7 @@ class GateStats(msgspec.Struct):
 
 
 def _store(state: State, key: tuple[str, str], line: GateLine | RawGateLine) -> None:
+    state.flush_gate_frames()
     if key not in state.gate_latest:
         state.gate_order.setdefault(key[0], []).append(key[1])
     state.gate_latest[key] = line
@@ -74,6 +75,7 @@ def add_line(state: State, record: GateLine, display: str, line: int, delta: Del
 
 
 def reset(state: State, delta: Delta) -> None:
+    state.flush_gate_frames()
     delta.touched |= state.gate_order.keys()
     state.gate_ids.clear()
     state.gate_counts.clear()
@@ -116,7 +118,7 @@ _CANONICAL = re.compile(CANONICAL_STAMP, re.ASCII)
 _not_none = partial(is_not, None)
 
 
-def _plain_id(value: str) -> bool:
+def plain_id(value: str) -> bool:
     """req_str's common case: the value as written (anything else: line by line)."""
     return value.isascii() and value[:1].isalnum()
 
@@ -160,6 +162,7 @@ def gate_line(raw: RawGateLine) -> GateLine:
 def latest(state: State, task_id: str) -> dict[str, GateLine]:
     """A task's latest line per gate (in the order its gates first ran), each a
     GateLine (made now from a line read in a block)."""
+    state.flush_gate_frames()
     out: dict[str, GateLine] = {}
     table = state.gate_latest
     for gate in state.gate_order.get(task_id, ()):
@@ -182,7 +185,7 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
     known = state.gate_ids
     new_ids = (block_tasks | set(gates)) - known
     if new_ids:
-        if not all(map(_plain_id, new_ids)):
+        if not all(map(plain_id, new_ids)):
             return False
         known |= new_ids
     statuses = list(map(attrgetter("status"), lines))
@@ -198,12 +201,7 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
         state.gate_stats[gate].cached += number
     _add_durations(state, gates, map(attrgetter("duration_ms"), lines))
     _recent(state, gates, statuses)
-    table = state.gate_latest
-    before = len(table)
-    table.update(zip(zip(tasks, gates, strict=True), lines, strict=True))  # GateLines once read
-    if len(table) > before:  # new (task, gate)s: the last keys, in the order they came
-        for task, gate in reversed(list(islice(reversed(table), len(table) - before))):
-            state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order
+    put_latest(state, tasks, gates, lines)
     delta.touched |= block_tasks
     return True
 
@@ -232,3 +230,15 @@ def _recent(state: State, gates: list[str], statuses: list[str]) -> None:
                 break
     for gate, kept in tails.items():
         state.gate_stats[gate].recent.extend(reversed(kept))
+
+
+def put_latest(state: State, tasks: list[str], gates: list[str],
+               lines: list[RawGateLine] | list[GateLine]) -> None:
+    """Lines read at once into `gate_latest` (each a GateLine once read), in order."""
+    state.flush_gate_frames()
+    table = state.gate_latest
+    before = len(table)
+    table.update(zip(zip(tasks, gates, strict=True), lines, strict=True))
+    if len(table) > before:  # new (task, gate)s: the last keys, in the order they came
+        for task, gate in reversed(list(islice(reversed(table), len(table) - before))):
+            state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order

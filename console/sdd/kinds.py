@@ -18,9 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from console.sdd import evolution_codec, gate_lines, metric_codec, task_codec, typed_block
+from console.sdd import (
+    evolution_codec,
+    gate_frame,
+    gate_lines,
+    metric_codec,
+    task_codec,
+    typed_block,
+)
 from console.sdd.delta import Delta
 from console.sdd.paths import Kind
+from console.sdd.tail import Block
 
 if TYPE_CHECKING:
     from console.sdd.state import State
@@ -54,6 +62,15 @@ Resetter = Callable[["State", Delta], None]
 BlockAdder = Callable[["State", bytes, Delta], bool]
 
 
+class FrameReader(msgspec.Struct, frozen=True):
+    """A large kind's read of megabytes at once, as columns: `prepare` (a read's blocks,
+    the longest line allowed → what they come to, or None) runs without the State or
+    its lock; `apply` (state, that, delta → False to go block by block) under it."""
+
+    prepare: Callable[[list[Block], int], Any]
+    apply: Callable[[State, Any, Delta], bool]
+
+
 class KindSpec(msgspec.Struct, frozen=True):
     decoder: Decoder
     section: Section
@@ -61,6 +78,7 @@ class KindSpec(msgspec.Struct, frozen=True):
     reset: Resetter
     detail: bool = False  # a task's detail shows it (follows its changes)
     add_block: BlockAdder | None = None  # a large kind's fast path
+    frame: FrameReader | None = None  # a large kind's read of megabytes, as columns
     #: a large kind's blocks decoded straight into its record type (typed_block.py)
     typed: typed_block.TypedBlock | None = None
 
@@ -168,7 +186,8 @@ KINDS: Mapping[Kind, KindSpec] = {
                            _reset_archive),
     Kind.GATE_LINES: KindSpec(metric_codec.decode_gate_line, Section.GATES,
                               gate_lines.add_line, gate_lines.reset, detail=True,
-                              add_block=gate_lines.add_block),
+                              add_block=gate_lines.add_block,
+                              frame=FrameReader(gate_frame.prepare, gate_frame.apply)),
     Kind.CHAINS: KindSpec(metric_codec.decode_chain, Section.CHAINS, _add_chain,
                           _reset_chains, detail=True, typed=typed_block.CHAINS),
     Kind.TASK_METRICS: KindSpec(metric_codec.decode_task_metric, Section.METRICS,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from console.model import Ticket
 from console.sdd.fileio import read_json_object, read_regular_file
+from console.sdd.kinds import KINDS
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.state import Delta, State
 from console.sdd.tail import JsonlTail
@@ -101,10 +102,13 @@ class LocalSource:
 
     def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
         tail = self.tails[kind]
+        frame = KINDS[kind].frame
         try:
             batch = tail.read(max_bytes, blocks=True)
+            prepared = (frame.prepare(batch.blocks, batch.max_line_bytes)
+                        if frame is not None and batch.blocks else None)  # (lock-free)
             with self.lock:
-                delta = self.state.apply_jsonl(kind, tail.display, batch)
+                delta = self.state.apply_jsonl(kind, tail.display, batch, prepared)
         except Exception as exc:
             with self.lock:
                 return self.state.set_file_error(
@@ -144,9 +148,6 @@ class LocalSource:
         obj, problem = read_json_object(path, self.paths.display(path))
         with self.lock:
             return self.state.apply_engine_status(self.paths.display(path), obj, problem)
-
-    def _engine_status(self) -> Delta:
-        return self._guarded(self.paths.of(Kind.ENGINE_STATUS), self._read_engine_status)
 
     def _read_ticket(self, path: Path) -> Delta:
         display = self.paths.display(path)
@@ -236,25 +237,29 @@ class LocalSource:
             while not (self.shown.wait(0.05) or self._stop.is_set()
                        or time.monotonic() > deadline):
                 pass
-        while more and not self._stop.is_set():
-            delta, more = self._read_jsonl(Kind.TASKS, LOAD_STEP_BYTES)
-            step(delta)
-        step(self._engine_status())
+        if more:
+            self._read_all(Kind.TASKS, step)
+        step(self._guarded(self.paths.of(Kind.ENGINE_STATUS), self._read_engine_status))
         step(self._sync_dir(Kind.TICKET))
         for kind in JSONL_KINDS:
-            if kind is Kind.TASKS:
-                continue
-            more = True
-            while more and not self._stop.is_set():
-                delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
-                step(delta)
+            if kind is not Kind.TASKS:
+                self._read_all(kind, step)
         step(self._sync_dir(Kind.GATE_REPORT))
         self.loaded.set()
         return total
 
+    def _read_all(self, kind: Kind, step: Callable[[Delta], object]) -> None:
+        """A JSONL kind's unread lines, in steps, to its end (or the source's stop)."""
+        more = True
+        while more and not self._stop.is_set():
+            delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+            step(delta)
+        with self.lock:  # the latest gate lines out of the frames read (gate_frame.py)
+            self.state.flush_gate_frames()
+
     def _restore(self) -> Delta:
         """The checkpoint's State, for each file still as it was (sdd/checkpoint.py)."""
-        from console.sdd.kinds import KINDS, Section
+        from console.sdd.kinds import Section
 
         restored: set[Kind] = set()
         if os.path.lexists(self.paths.checkpoint):  # (else not even its module: first paint)
@@ -315,9 +320,7 @@ class LocalSource:
         """Only these JSONL kinds, whole: for a command that needs the task or proposal
         ids, not the metrics."""
         for kind in kinds:
-            more = True
-            while more and not self._stop.is_set():
-                _delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+            self._read_all(kind, lambda _delta: None)
 
     def _left_to_load(self) -> int:
         """Bytes of JSONL not read yet (a stat per file)."""
@@ -361,10 +364,7 @@ class LocalSource:
                 if self.paths.backlog_open.is_relative_to(path):
                     dirs.add(Kind.TICKET)
         for kind in sorted(kinds):
-            more = True
-            while more:
-                part, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
-                delta.merge(part)
+            self._read_all(kind, delta.merge)
         for kind in sorted(dirs):
             delta.merge(self._sync_dir(kind))
         if status:

@@ -33,7 +33,7 @@ from console.model import (
     TaskMetric,
     Ticket,
 )
-from console.sdd import gate_lines, metric_codec, server_state
+from console.sdd import gate_frame, gate_lines, metric_codec, server_state
 from console.sdd.delta import Delta
 from console.sdd.fields import RecordError
 from console.sdd.gate_lines import GateStats, RawGateLine
@@ -62,6 +62,8 @@ class State(ProblemLog):
         #: then: sdd/gate_lines.py)
         self.gate_latest: dict[tuple[str, str], GateLine | RawGateLine] = {}
         self.gate_order: dict[str, list[str]] = {}
+        #: latest lines still in frames (sdd/gate_frame.py), until gate_lines.flush
+        self.gate_pending: list[Any] = []
         self.gate_ids: set[str] = set()  # task and gate ids gate_lines has checked
         self.gate_reports: dict[str, GateReport] = {}
         self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
@@ -92,7 +94,9 @@ class State(ProblemLog):
 
     # -- JSONL kinds -----------------------------------------------------------
 
-    def apply_jsonl(self, kind: Kind, display: str, batch: TailBatch) -> Delta:
+    def apply_jsonl(self, kind: Kind, display: str, batch: TailBatch,
+                    prepared: Any = None) -> Delta:
+        """A read of a JSONL kind (`prepared`: its `KindSpec.frame`'s prepare of it)."""
         spec = KINDS[kind]
         delta = Delta()
         self._set_file_error(display, batch.file_error, delta)
@@ -105,7 +109,12 @@ class State(ProblemLog):
         if batch.problems:
             delta.sections.add(Section.PROBLEMS)
         self._add_records(kind, display, batch.records, delta)
-        for block in batch.blocks:  # read(blocks=True): a hot kind's block at once
+        blocks = batch.blocks
+        if (prepared is not None and spec.frame is not None  # megabytes at once, as columns
+                and spec.frame.apply(self, prepared, delta)):
+            delta.sections.add(spec.section)
+            blocks = []
+        for block in blocks:  # read(blocks=True): a hot kind's block at once
             whole = block.problem is None and len(block.data) <= batch.max_line_bytes
             if whole and spec.add_block is not None and spec.add_block(self, block.data,
                                                                        delta):
@@ -125,6 +134,16 @@ class State(ProblemLog):
     def latest_gates(self, task_id: str) -> dict[str, GateLine]:
         """A task's latest quality_gates.jsonl line per gate."""
         return gate_lines.latest(self, task_id)
+
+    def gate_tasks(self) -> list[str]:
+        """The tasks with quality_gates.jsonl lines, in the order their first came."""
+        self.flush_gate_frames()
+        return list(self.gate_order)
+
+    def flush_gate_frames(self) -> None:
+        """The latest gate lines still in frames, into gate_latest (before it is read)."""
+        if self.gate_pending:
+            gate_frame.flush(self)
 
     def _add_records(self, kind: Kind, display: str, records: list[tuple[int, Any]],
                      delta: Delta) -> None:

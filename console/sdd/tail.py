@@ -43,6 +43,7 @@ class Block(msgspec.Struct, frozen=True):
     first: int
     data: bytes = b""
     problem: Problem | None = None
+    lines: int = 0  # how many (newlines in data)
 
 
 class TailBatch(msgspec.Struct):
@@ -291,8 +292,9 @@ class JsonlTail:
         if self._pending:
             data = bytes(self._pending) + data
             self._pending.clear()
-        batch.blocks.append(Block(self.line_no + 1, data))
-        self.line_no += data.count(b"\n")
+        lines = data.count(b"\n")
+        batch.blocks.append(Block(self.line_no + 1, data, lines=lines))
+        self.line_no += lines
         self._hold(chunk[last + 1:])
 
     def _hold(self, tail: bytes) -> None:

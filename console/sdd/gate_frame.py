@@ -1,0 +1,213 @@
+"""metrics/quality_gates.jsonl megabytes at a time, through Polars: the large-project
+path, a million lines read as columns, never as a million Python objects.
+
+`prepare` reads a read's lines (8 MB of them in a load) with Polars' NDJSON reader and
+group-bys, which run in Rust on every core with the GIL released and need neither the
+State nor its lock; `apply` folds what they come to into the State's gate aggregates
+(sdd/gate_lines.py: counts, totals, the last runs of each gate). The lines themselves
+wait as frames (`State.gate_pending`, a few bytes a line) until something reads a
+task's latest lines: then `flush` makes one GateLine per (task, gate), once, not one
+per line.
+
+Polars is laxer than the line path: it makes a string of `5` or `[1]` in a string
+column, keeps the first of two equal keys where msgspec keeps the last, and reads a
+null as an absent field. So lines are taken only in a shape where both read the same
+values, and anything else goes to the block path and then the line path with its
+usual reasons:
+
+- ASCII with no backslash: no escape, so a quote or a colon is what it looks like;
+- every line a JSON object Polars reads with categorical string columns (which take
+  only strings) and typed number and boolean columns (which refuse what is out of
+  range or of another type), and as many rows as lines (Polars skips blank lines);
+- as many colons in the text as fields with a value plus the colons inside those
+  values (timestamps have some, ids and results none): every key is a colon outside
+  any string, so there is no null, no key twice, no other key and nothing nested;
+- the required fields present, a status Bernstein knows, each timestamp in the
+  canonical form gate_lines.CANONICAL_STAMP takes as it is, every new task and gate
+  id plain, and durations in a range whose sums cannot overflow.
+
+tests/test_gate_frame.py holds this path to the line path's State, to the last bit.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from console.model import GateLine
+from console.sdd.delta import Delta
+from console.sdd.gate_lines import _UNJUDGED, CANONICAL_STAMP, GATE_RECENT, plain_id, put_latest
+from console.sdd.tail import Block
+
+if TYPE_CHECKING:
+    import polars
+
+    from console.sdd.state import State
+
+#: a read smaller than this goes by the block path (a frame's fixed cost is ~2 ms)
+MIN_FRAME_BYTES = 2 * 1024 * 1024
+#: rows held in frames before they are cut to each key's last (memory, on huge files)
+PENDING_ROWS = 2_000_000
+_IDS = ("task_id", "gate", "result")
+_STATUSES = ("pass", "fail", "warn", "timeout", "skipped", "bypassed")
+#: CANONICAL_STAMP for Rust's regex (no look-ahead: year 0000 is refused apart)
+_STAMP = "^" + CANONICAL_STAMP.removeprefix("(?!0000)") + "$"
+_MAX_MS = 1 << 40  # a duration above this (35 years) goes line by line
+
+
+def _polars() -> Any:
+    # Polars' allocator (jemalloc) holds freed pages for 10 s by default, so what one
+    # read freed stays in the peak while Python's records grow beside it; returned after
+    # 100 ms instead, the peak of a 1M-line read is ~90 MB lower (benchmarks/full_read.py)
+    os.environ.setdefault("_RJEM_MALLOC_CONF",
+                          "background_thread:true,dirty_decay_ms:100,muzzy_decay_ms:0")
+    try:
+        import polars
+    except ImportError:  # (a dependency; without it the block path reads everything)
+        return None
+    return polars
+
+
+class Prepared(msgspec.Struct):
+    """What a read's lines come to, before any of it is in the State."""
+
+    frame: Any  # polars.DataFrame, its columns in RawGateLine's order
+    tasks: list[str]  # the task ids, and the gate ids, in the lines
+    gates: list[str]
+    per_status: list[tuple[str, str, int, int, int]]  # gate, status, runs, cached, ms
+    recent: list[tuple[str, list[str]]]  # gate, its last GATE_RECENT statuses
+
+
+def prepare(blocks: list[Block], max_line_bytes: int) -> Prepared | None:
+    """A read's blocks (megabytes of whole lines) as columns and aggregates, without
+    the State (nor a lock): None when they are few, a block has a problem or a line
+    may be over-long, Polars is missing or the lines are not in shape."""
+    if (sum(len(block.data) for block in blocks) < MIN_FRAME_BYTES
+            or any(block.problem is not None or len(block.data) > max_line_bytes
+                   for block in blocks)):
+        return None  # (a line is within one block: none is over-long)
+    pl = _polars()
+    if pl is None:
+        return None
+    lines = sum(block.lines for block in blocks)
+    frame = _read(pl, b"".join(block.data for block in blocks), lines)
+    if frame is None:
+        return None
+    tasks, gates, results = (frame[name].unique().cast(pl.String).to_list() for name in _IDS)
+    if any(":" in value for value in tasks + gates + results if value):
+        return None  # (the colon count in _read took them to have none)
+    col = pl.col
+    per_status = frame.group_by("gate", "status", maintain_order=True).agg(
+        runs=pl.len(), cached=col("cached").sum(),
+        ms=col("duration_ms").filter(col("duration_ms") > 0).sum())
+    recent = frame.group_by("gate", maintain_order=True).agg(col("status").tail(GATE_RECENT))
+    return Prepared(frame, tasks, gates, per_status.rows(), recent.rows())
+
+
+def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
+    """The lines (`lines` of them) as a frame of GateLine's columns, when they are in
+    the shape the module docstring says."""
+    if not data.isascii() or b"\\" in data:
+        return None
+    schema = {"timestamp": pl.String, **dict.fromkeys(_IDS, pl.Categorical),
+              "status": pl.Enum(_STATUSES), "duration_ms": pl.Int64,
+              "cached": pl.Boolean, "required": pl.Boolean}
+    try:
+        frame: polars.DataFrame = pl.read_ndjson(io.BytesIO(data), schema=schema)
+    except Exception:  # (Polars' errors have no common base: any refusal is "no")
+        return None
+    if frame.height != lines:
+        return None
+    col = pl.col
+    stamps = col("timestamp")
+    fields, stamp_colons, missing, odd_stamp, odd_ms = frame.select(
+        fields=pl.sum_horizontal(pl.all().is_not_null().sum()),
+        stamp_colons=stamps.str.count_matches(":", literal=True).sum(),
+        missing=pl.any_horizontal(col("task_id", "gate", "status").is_null().any()),
+        odd_stamp=(stamps.str.contains(_STAMP).not_() | stamps.str.starts_with("0000")).any(),
+        odd_ms=(col("duration_ms").abs() >= _MAX_MS).any(),
+    ).row(0)
+    if missing or odd_stamp or odd_ms or data.count(b":") != fields + stamp_colons:
+        return None
+    status = col("status")
+    micros = stamps.str.slice(0, 19).str.to_datetime(
+        "%Y-%m-%dT%H:%M:%S", time_unit="us").dt.epoch("us") + pl.when(
+        stamps.str.slice(19, 1) == ".").then(stamps.str.slice(20, 6).cast(pl.Int64)
+                                              ).otherwise(0)
+    return frame.select(  # GateLine's fields, with decode_gate_line's defaults
+        "task_id", "gate", "status",
+        result=pl.coalesce(col("result"), pl.when(status.is_in(("pass", "skipped")))
+                           .then(pl.lit("pass")).otherwise(pl.lit("flagged"))
+                           .cast(pl.Categorical)),
+        timestamp=micros,  # (seconds once it is a key's latest: _latest_columns)
+        duration_ms=col("duration_ms").fill_null(0),
+        cached=col("cached").fill_null(False),
+        required=col("required").fill_null(False))
+
+
+def apply(state: State, prepared: Prepared, delta: Delta) -> bool:
+    """Fold prepared lines into the State, as the line path would one by one; False
+    (the State untouched) when a new task or gate id is not plain."""
+    new_ids = {*prepared.tasks, *prepared.gates} - state.gate_ids
+    if not all(map(plain_id, new_ids)):
+        return False
+    state.gate_ids |= new_ids
+    for gate, status, runs, cached, ms in prepared.per_status:
+        state.gate_counts[gate][status] += runs
+        stats = state.gate_stats[gate]
+        stats.runs += runs
+        stats.passed += runs if status == "pass" else 0
+        stats.skipped += runs if status in _UNJUDGED else 0
+        stats.cached += cached
+        stats.total_ms += ms
+    for gate, statuses in prepared.recent:
+        state.gate_stats[gate].recent.extend(
+            None if status in _UNJUDGED else status == "pass" for status in statuses)
+    pending = state.gate_pending
+    pending.append(prepared.frame)
+    if sum(map(len, pending)) > PENDING_ROWS:  # (memory: a key's last line is enough)
+        pending[:] = [latest_lines(pending)]
+    delta.touched.update(prepared.tasks)
+    return True
+
+
+def latest_lines(frames: list[polars.DataFrame]) -> polars.DataFrame:
+    """Each (task, gate)'s last line, in the order the keys first came."""
+    import polars as pl
+
+    frame = pl.concat(frames)
+    last = (frame.select("task_id", "gate", row=pl.int_range(pl.len(), dtype=pl.UInt32))
+            .group_by("task_id", "gate", maintain_order=True).agg(pl.col("row").last()))
+    return frame[last["row"]]
+
+
+def flush(state: State) -> None:
+    """Each task's latest line per gate from the frames `apply` left (in
+    `State.gate_pending`) into `gate_latest`, and new (task, gate)s into `gate_order` in
+    the order they came: once however many frames there were (State.flush_gate_frames)."""
+    frames, state.gate_pending = state.gate_pending, []
+    if frames:
+        columns = _latest_columns(frames)
+        put_latest(state, columns[0], columns[1], list(map(GateLine, *columns)))
+
+
+def _latest_columns(frames: list[polars.DataFrame]) -> list[list[Any]]:
+    """latest_lines as GateLine's fields, a list each: one str per distinct string, and
+    the timestamp in epoch seconds as to_epoch makes them (microseconds / 10**6 in
+    Python, correctly rounded: Polars divides by multiplying with 1e-6, which is not)."""
+    latest = latest_lines(frames)
+    columns = []
+    for name in GateLine.__struct_fields__:
+        values = latest[name].to_list()
+        if name == "timestamp":
+            values = [None if micros is None else micros / 1_000_000 for micros in values]
+        elif latest[name].dtype.is_numeric() or name in ("cached", "required"):
+            pass
+        else:
+            shared: dict[str, str] = {}
+            values = list(map(shared.setdefault, values, values))
+        columns.append(values)
+    return columns

@@ -1,0 +1,222 @@
+"""quality_gates.jsonl read megabytes at a time through Polars (sdd/gate_frame.py) makes
+the same State as reading it line by line: the same counts, totals, sparklines, latest
+line per task and gate (in the same order, each value to the last bit) and problems.
+Polars is laxer than the line path in ways a hostile file could use (a number read as a
+string, the first of two equal keys kept, null read as absent): each such line must
+leave the whole read to the line path.
+
+The size below which a read is not worth a frame is set to 0 here, so that small files
+exercise the frame path too."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from console.model import GateLine
+from console.sdd import gate_frame
+from console.sdd.delta import Delta
+from console.sdd.fields import to_epoch
+from console.sdd.paths import Kind
+from console.sdd.state import State
+from console.sdd.tail import MAX_LINE_BYTES, Block, JsonlTail
+from tests.tail_read import read_kind
+from tests.test_gate_lines import LINES, _seen
+
+PLAIN = {"timestamp": "2026-01-01T00:00:00+00:00", "task_id": "T1", "gate": "lint",
+         "result": "pass", "status": "pass", "duration_ms": 5, "cached": False,
+         "required": True}
+
+
+@pytest.fixture(autouse=True)
+def _frames_for_any_size(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(gate_frame, "MIN_FRAME_BYTES", 0)
+    yield
+
+
+def _lines(count: int = 60) -> list[dict[str, Any]]:
+    """Lines as Bernstein writes them: tasks and gates interleaved, some repeated."""
+    return [{**PLAIN, "task_id": f"T{i % 7}", "gate": ("lint", "tests", "pii_scan")[i % 3],
+             "status": ("pass", "fail", "skipped", "warn")[i % 4], "duration_ms": i,
+             "timestamp": f"2026-03-0{1 + i % 9}T10:00:{i % 60:02d}.{i:06d}+00:00",
+             "cached": i % 5 == 0} for i in range(count)]
+
+
+def _write(path: Path, rows: list[bytes]) -> Path:
+    path.write_bytes(b"".join(row + b"\n" for row in rows))
+    return path
+
+
+def _encoded(rows: list[dict[str, Any]]) -> list[bytes]:
+    return [json.dumps(row).encode() for row in rows]
+
+
+def _both(path: Path, step: int = 1 << 20) -> tuple[State, State]:
+    fast, _ = read_kind(path, Kind.GATE_LINES, blocks=True, step=step)
+    slow, _ = read_kind(path, Kind.GATE_LINES, blocks=False, step=step)
+    return fast, slow
+
+
+def _framed(data: bytes) -> bool:
+    """Whether the frame path takes these lines (else: block, then line by line)."""
+    block = Block(1, data, lines=data.count(b"\n"))
+    prepared = gate_frame.prepare([block], MAX_LINE_BYTES)
+    return prepared is not None and gate_frame.apply(State(), prepared, Delta())
+
+
+def test_what_bernstein_writes_is_read_as_frames_and_is_the_line_path(tmp_path: Path) -> None:
+    rows = _encoded(_lines())
+    assert _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows), step=700)
+    assert _seen(fast) == _seen(slow)
+    assert fast.gate_pending == []  # (read: flushed into GateLines, in first-run order)
+    assert all(type(line) is GateLine for line in fast.gate_latest.values())
+    assert list(fast.gate_order) == [f"T{i}" for i in range(7)]
+
+
+def test_compact_json_is_read_as_frames_too(tmp_path: Path) -> None:
+    rows = [json.dumps(row, separators=(",", ":")).encode() for row in _lines()]
+    assert _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+#: lines Polars would read otherwise than the line path (or that the line path refuses):
+#: each sends its whole read to the line path, and the State is the line path's
+HOSTILE = [
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": 5}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": true}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": ["pass"]}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": {"a": "b"}}',
+    b'{"task_id": 5, "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T1", "gate": ["lint"], "status": "pass"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": 1767225600}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": ["2026-01-01T00:00:00Z"]}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "gate": "tests"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": true, "cached": null}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": true, "cached": false}',
+    b'{"task_id": "T1", "gate" : "lint", "status": "pass", "gate":"tests"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": null}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": {"gate": "tests"}}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": 1}',
+    b'{"task_id": "T1", "gate": "lint", "status": "PASS"}',
+    b'{"task_id": "T1", "gate": "lint", "status": null}',
+    b'{"task_id": "T1", "gate": "lint"}',
+    b'{"task_id": "", "gate": "lint", "status": "pass"}',
+    b'{"task_id": " T1", "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T:1", "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": "a:b"}',
+    b'{"task_id": "T\\u0031", "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T\xc3\xa2che", "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": 1.0}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": "5"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": 99999999999999999999}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": 2199023255552}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": 1}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "2026-01-01 00:00:00"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "2026-02-29T00:00:00Z"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "0000-01-01T00:00:00Z"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "2026-01-01T00:00:00.1Z"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass",'
+    b' "timestamp": "2026-01-01T00:00:00+01:00"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass"} {"task_id": "T2"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass",}',
+    b"",
+    b"   ",
+    b"[1]",
+    b"not json",
+]
+
+
+@pytest.mark.parametrize("odd", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_line_polars_would_misread_sends_the_read_line_by_line(tmp_path: Path,
+                                                                odd: bytes) -> None:
+    rows = _encoded(_lines(20))
+    rows.insert(11, odd)
+    assert not _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+def test_carriage_returns_read_as_the_line_path(tmp_path: Path) -> None:
+    rows = [row + b"\r" for row in _encoded(_lines(30))]
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=LINES, step=st.integers(min_value=40, max_value=3000))
+def test_frames_are_line_by_line_whatever_the_lines(tmp_path_factory, lines: list[bytes],
+                                                    step: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:  # (hypothesis: not the function fixture)
+        patch.setattr(gate_frame, "MIN_FRAME_BYTES", 0)
+        path = tmp_path_factory.mktemp("gates") / "quality_gates.jsonl"
+        fast, slow = _both(_write(path, lines), step=step)
+    assert _seen(fast) == _seen(slow)
+
+
+STAMPS = st.builds(
+    lambda when, fraction, zulu: f"{when.year:04d}-" + when.strftime("%m-%dT%H:%M:%S")
+    + (f".{when.microsecond:06d}" if fraction else "") + ("Z" if zulu else "+00:00"),
+    st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31)),
+    st.booleans(), st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(stamps=st.lists(STAMPS, min_size=1, max_size=30))
+def test_timestamps_are_to_epoch_to_the_last_bit(tmp_path_factory, stamps: list[str]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gate_frame, "MIN_FRAME_BYTES", 0)
+        rows = _encoded([{**PLAIN, "task_id": f"T{i}", "timestamp": stamp}
+                         for i, stamp in enumerate(stamps)])
+        data = b"".join(row + b"\n" for row in rows)
+        framed = _framed(data)
+        path = _write(tmp_path_factory.mktemp("gates") / "quality_gates.jsonl", rows)
+        fast, _ = read_kind(path, Kind.GATE_LINES, blocks=True, step=1 << 20)
+    if "-02-29T" not in data.decode():  # (Feb 29 goes line by line: CANONICAL_STAMP)
+        assert framed
+    for i, stamp in enumerate(stamps):
+        assert fast.latest_gates(f"T{i}")["lint"].timestamp == to_epoch("timestamp", stamp)
+
+
+def test_lines_after_frames_keep_the_order_of_the_line_path(tmp_path: Path) -> None:
+    """A large file read as frames, then a few more lines as the engine appends them
+    (and a truncation, read from the start again)."""
+    path = _write(tmp_path / "quality_gates.jsonl", _encoded(_lines(50)))
+    state, tail = State(), JsonlTail(path, path.name)
+
+    def read() -> None:
+        batch = tail.read(1 << 20, blocks=True)
+        prepared = gate_frame.prepare(batch.blocks, batch.max_line_bytes) \
+            if batch.blocks else None
+        state.apply_jsonl(Kind.GATE_LINES, path.name, batch, prepared)
+
+    read()
+    assert state.gate_pending  # (nothing has read the latest lines yet)
+    more = _encoded([{**PLAIN, "task_id": "T9"}, {**PLAIN, "task_id": "T3", "gate": "new"}])
+    with path.open("ab") as handle:
+        handle.write(b"".join(row + b"\n" for row in more))
+    read()
+    _, slow = _both(path)
+    assert _seen(state) == _seen(slow)
+    _write(path, _encoded(_lines(5)))  # truncated and rewritten
+    read()
+    _, slow = _both(path)
+    assert _seen(state) == _seen(slow)
+
+
+def test_without_polars_the_block_path_reads_everything(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gate_frame, "_polars", lambda: None)
+    rows = _encoded(_lines())
+    assert not _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+    assert fast.gate_pending == []
