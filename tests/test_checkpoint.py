@@ -56,6 +56,7 @@ def _picture(state: State) -> dict[str, Any]:
         "proposals": state.proposals, "decisions": dict(state.decisions),
         "events": list(state.engine_events), "queue": state.review_queue,
         "problems": [(p.file, p.line, p.reason) for p in state.problems],
+        "gate_reports": state.gate_reports, "report_files": state.gate_report_files(),
     }
 
 
@@ -82,8 +83,10 @@ def test_an_unchanged_project_starts_from_the_checkpoint(project: Path) -> None:
     _checkpointed(project)
     source, warm = _warm(project)
     assert source.restored == frozenset(JSONL_KINDS) - {
-        k for k in JSONL_KINDS if not (project / ".sdd" / k.value).exists()}
+        k for k in JSONL_KINDS if not (project / ".sdd" / k.value).exists()
+    } | {Kind.GATE_REPORT}
     assert sum(t.bytes_read for t in source.tails.values()) == 0  # nothing read again
+    assert warm["gate_reports"]  # (from the checkpoint: their files are not read again)
     assert warm == _cold(project)
     assert any("missing required key 'status'" in p[2] for p in warm["problems"])
 
@@ -128,6 +131,42 @@ def test_a_changed_file_is_read_again(project: Path, change: str) -> None:
     source, warm = _warm(project)
     assert Kind.GATE_LINES not in source.restored and Kind.TASKS in source.restored
     assert warm == _cold(project)
+
+
+def test_a_gate_report_is_read_again_only_when_its_file_changed(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gates = SddPaths(project).gates_dir
+    kept, changed, removed = sorted(gates.glob("*.json"))[:3]
+    (gates / "unreadable.json").write_text("{not json")  # a problem: never checkpointed
+    _checkpointed(project)
+    report = json.loads(changed.read_text())
+    report["overall_pass"] = not report["overall_pass"]
+    changed.write_text(json.dumps(report))
+    removed.unlink()
+    (gates / "new.json").write_text(kept.read_text().replace(kept.stem, "NEW-1"))
+    read: list[str] = []
+    real = LocalSource._read_gate_report
+    monkeypatch.setattr(LocalSource, "_read_gate_report",
+                        lambda self, path: read.append(path.name) or real(self, path))
+    source, warm = _warm(project)
+    assert Kind.GATE_REPORT in source.restored
+    assert sorted(read) == sorted([changed.name, "new.json", "unreadable.json"])
+    assert warm == _cold(project)
+
+
+def test_a_checkpointed_report_outside_the_gates_folder_is_not_put_back(
+        project: Path) -> None:
+    """Names come from a checkpoint we sealed, but are checked as a listing would."""
+    from console.sdd.checkpoint_reports import SavedReport, restore_reports
+
+    source = LocalSource(project, checkpoint_after=None)
+    source.load()
+    some = next(iter(source.state.gate_reports.values()))
+    fresh = LocalSource(project, checkpoint_after=None)
+    odd = [".sdd/runtime/gates/../../../etc/passwd", ".sdd/runtime/gates/.hidden.json",
+           ".sdd/other/x.json", ".sdd/runtime/gates/x.txt"]
+    assert not restore_reports(fresh, [SavedReport(d, (0, 0, 0, 0), some) for d in odd])
+    assert fresh.state.gate_reports == {}
 
 
 def _damage(root: Path, how: str) -> None:

@@ -22,6 +22,7 @@ import hmac
 import os
 import secrets
 from collections import Counter, defaultdict, deque
+from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -47,6 +48,7 @@ from console.model import (
     Task,
     TaskMetric,
 )
+from console.sdd.checkpoint_reports import SavedReport, restore_reports, saved_reports
 from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats
 from console.sdd.paths import JSONL_KINDS, Kind
@@ -87,7 +89,7 @@ class Parts(msgspec.Struct):
     archive: dict[str, ArchiveRecord]
     archive_records: int
     gate_counts: dict[str, dict[str, int]]
-    gate_latest: dict[str, dict[str, GateLine]]  # task → gate → line, in first-run order
+    gate_latest: list[GateLine]  # each task's latest line per gate, in first-run order
     gate_stats: dict[str, tuple[int, int, int, int, int, list[bool | None]]]
     chains: dict[str, Chain]
     chain_cost: float
@@ -109,6 +111,7 @@ class Parts(msgspec.Struct):
     problems: dict[str, tuple[list[Problem], int]]  # file → listed, and how many more
 
 
+_KEY = attrgetter("task_id", "gate")  # a GateLine's key in State.gate_latest
 #: per JSONL kind, the Parts it alone fills (and how its file is named in problems)
 PARTS: dict[Kind, tuple[str, ...]] = {
     Kind.TASKS: ("tasks",),
@@ -132,6 +135,7 @@ class Checkpoint(msgspec.Struct):
     root: str
     marks: list[Mark]
     parts: Parts
+    reports: list[SavedReport]  # (whole files: sdd/checkpoint_reports.py)
 
 
 def _enc_hook(value: object) -> object:
@@ -246,9 +250,8 @@ def _still(mark: Mark, path: Path) -> bool:
 
 
 def _parts(state: State) -> Parts:
-    latest: dict[str, dict[str, GateLine]] = {}
-    for task_id in state.gate_tasks():
-        latest[task_id] = state.latest_gates(task_id)
+    latest = [line for task_id in state.gate_tasks()
+              for line in state.latest_gates(task_id).values()]
     return Parts(
         tasks=state.tasks, archive=state.archive, archive_records=state.archive_records,
         gate_counts={g: dict(c) for g, c in state.gate_counts.items()},
@@ -278,7 +281,7 @@ def save(source: LocalSource) -> bool:
     with source.lock:
         marks = [m for kind, tail in source.tails.items() if (m := _mark(kind, tail))]
         body = _ENCODER.encode(Checkpoint(str(source.paths.root), marks,
-                                          _parts(source.state)))
+                                          _parts(source.state), saved_reports(source)))
     target = source.paths.checkpoint
     try:  # refused through a symbolic link anywhere below .sdd/ (fileio's check)
         atomic_write_bytes(target, MAGIC + _mac(key, body) + body)
@@ -301,10 +304,10 @@ def _read(source: LocalSource) -> Checkpoint | None:
     except OSError:
         return None
     try:
-        if os.fstat(fd).st_size > limit:
+        size = os.fstat(fd).st_size
+        if size > limit:
             return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(limit + 1)
+        data = os.pread(fd, size + 1, 0)  # (one copy, of what is there: +1 sees growth)
     except OSError:
         return None
     finally:
@@ -314,7 +317,7 @@ def _read(source: LocalSource) -> Checkpoint | None:
         return None
     body = memoryview(data)[head:]
     if not hmac.compare_digest(data[len(MAGIC):head], _mac(key, body)):
-        return None
+        return None  # (never decoded unsealed: a crafted body could be a memory bomb)
     try:
         checkpoint = _DECODER.decode(body)
     except (msgspec.MsgspecError, ValueError, TypeError, NotImplementedError):
@@ -331,11 +334,10 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
     elif kind is Kind.GATE_LINES:
         for gate, counts in p.gate_counts.items():
             state.gate_counts[gate] = Counter(counts)
-        for task_id, gates in p.gate_latest.items():
-            state.gate_order[task_id] = list(gates)
-            for gate, line in gates.items():
-                state.gate_latest[task_id, gate] = line
-            state.gate_ids.add(task_id)
+        state.gate_latest.update(zip(map(_KEY, p.gate_latest), p.gate_latest, strict=True))
+        for line in p.gate_latest:
+            state.gate_order.setdefault(line.task_id, []).append(line.gate)
+        state.gate_ids.update(state.gate_order)
         for gate, (runs, passed, skipped, cached, total_ms, recent) in p.gate_stats.items():
             state.gate_stats[gate] = GateStats(runs, passed, skipped, cached, total_ms,
                                                deque(recent, maxlen=GATE_RECENT))
@@ -363,8 +365,8 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
 
 
 def restore(source: LocalSource) -> set[Kind]:
-    """Put back what the checkpoint holds for each JSONL file still as it was; the
-    kinds restored (the others are read from the start as usual). Called from
+    """Put back what the checkpoint holds for each JSONL file and gate report still as
+    it was; the kinds restored (the others are read from the start as usual). Called from
     LocalSource.load, with the cyclic collector paused."""
     checkpoint = _read(source)
     if checkpoint is None:
@@ -384,5 +386,7 @@ def restore(source: LocalSource) -> set[Kind]:
             tail.resume(Position((mark.dev, mark.ino), mark.offset, mark.line_no, mark.head,
                                  mark.pending, mark.skipping))
             done.add(kind)
+        if restore_reports(source, checkpoint.reports):
+            done.add(Kind.GATE_REPORT)
     return done
 

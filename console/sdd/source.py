@@ -19,7 +19,7 @@ from pathlib import Path
 
 from console.model import Ticket
 from console.sdd.fileio import read_json_object, read_regular_file
-from console.sdd.kinds import KINDS
+from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.state import Delta, State
 from console.sdd.tail import JsonlTail
@@ -65,7 +65,7 @@ class LocalSource:
         self._stop = threading.Event()
         self.loaded = threading.Event()
         self.shown = threading.Event()  # set by the console once the first rows are on screen
-        self._signatures: dict[str, Signature] = {}  # by absolute path
+        self.signatures: dict[str, Signature] = {}  # whole files as read, by absolute path
         self._load_total = 0  # bytes of JSONL the first full read has to read
 
     @property
@@ -131,12 +131,12 @@ class LocalSource:
             signature: Signature | None = _signature(os.stat(path))
         except OSError:
             signature = None
-        if signature is not None and self._signatures.get(key) == signature:
+        if signature is not None and self.signatures.get(key) == signature:
             return Delta()
         if signature is None:
-            self._signatures.pop(key, None)
+            self.signatures.pop(key, None)
         else:
-            self._signatures[key] = signature
+            self.signatures[key] = signature
         return self._guarded(path, read)
 
     def _read_gate_report(self, path: Path) -> Delta:
@@ -189,7 +189,7 @@ class LocalSource:
                         signature = _signature(entry.stat())
                     except OSError:
                         signature = None
-                    if signature is None or self._signatures.get(full + name) != signature:
+                    if signature is None or self.signatures.get(full + name) != signature:
                         changed.append(name)
         except OSError:  # missing, not a directory, unreadable: nothing to list
             pass
@@ -259,8 +259,6 @@ class LocalSource:
 
     def _restore(self) -> Delta:
         """The checkpoint's State, for each file still as it was (sdd/checkpoint.py)."""
-        from console.sdd.kinds import Section
-
         restored: set[Kind] = set()
         if os.path.lexists(self.paths.checkpoint):  # (else not even its module: first paint)
             from console.sdd import checkpoint
@@ -273,7 +271,8 @@ class LocalSource:
         with self.lock:
             if Kind.TASKS in restored:
                 delta.upserts.update(self.state.tasks)
-            delta.sections.update(KINDS[kind].section for kind in restored)
+            delta.sections.update(KINDS[k].section if k in KINDS else Section.GATES
+                                  for k in restored)
             if restored:
                 delta.sections.add(Section.PROBLEMS)
         return delta
@@ -341,10 +340,10 @@ class LocalSource:
         for path in paths:
             kind = self.paths.classify(path)
             if kind is Kind.GATE_REPORT:  # an event: read it even if it looks unchanged
-                self._signatures.pop(str(path), None)
+                self.signatures.pop(str(path), None)
                 delta.merge(self._read_if_changed(path, self._read_gate_report))
             elif kind is Kind.TICKET:
-                self._signatures.pop(str(path), None)
+                self.signatures.pop(str(path), None)
                 delta.merge(self._read_if_changed(path, self._read_ticket))
             elif kind is Kind.ENGINE_STATUS:
                 status = True

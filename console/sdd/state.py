@@ -245,6 +245,16 @@ class State(ProblemLog):
             delta.touched.add(old)
         return delta
 
+    def restore_gate_report(self, display: str, report: GateReport) -> None:
+        """A gate report from a checkpoint, its file unchanged since it was read."""
+        self._track(Kind.GATE_REPORT, display, present=True)
+        self.gate_reports[report.task_id] = report
+        self._gate_report_files[display] = report.task_id
+
+    def gate_report_files(self) -> dict[str, str]:
+        """The gate report files read, and the task each one is the report of."""
+        return dict(self._gate_report_files)
+
     def apply_engine_status(self, display: str, obj: dict[str, Any] | None,
                             problem: Problem | None) -> Delta:
         """runtime/engine_status.json was (re)read; obj None = gone or unreadable."""
