@@ -20,7 +20,7 @@ from console.records import Chain
 from console.sdd.paths import Kind
 from console.sdd.state import State
 from console.sdd.task_codec import BERNSTEIN_TASK_KEYS, OUR_TASK_KEYS, TaskWire
-from console.sdd.typed_block import CHAINS, TASKS
+from console.sdd.typed_block import CHAINS, REFLECTIONS, TASKS
 from tests.tail_read import read_both
 
 ODD = st.sampled_from
@@ -236,3 +236,84 @@ def test_the_wire_knows_every_task_key_and_no_other() -> None:
     line by line, and a key it invents would be taken without decode_task's checks."""
     wire = {field.name for field in msgspec.structs.fields(TaskWire)}
     assert wire == set(BERNSTEIN_TASK_KEYS) | set(OUR_TASK_KEYS)
+
+
+REFLECTION = st.fixed_dictionaries({"task_id": ODD(["T1", "T2", "b872fa4e30e4"])}, optional={
+    "iteration": st.integers(0, 5) | st.none(),
+    "gate": ODD(["lint", "tests", "", None, "lïnt"]),
+    "error_pattern": ODD(["lint:E0", "", None]),
+    "diagnosis": st.fixed_dictionaries({}, optional={
+        "what_failed": ODD(["lint reported an error", None, "échec"]),
+        "why": ODD(["the change broke an assumption", ""]),
+        "try_next": ODD(["fix the call site"]), "focus": ODD(["src/", None]),
+    }) | st.none(),
+    "source": ODD(["llm", "rules", None]),
+    "model": ODD(["opus", "", None]),
+    "digest": ODD(["lint failed: 1 error", None]),
+    "files_changed": st.lists(ODD(["src/m0.py", "tests/t.py", "é.py"]), max_size=3) | st.none(),
+    "reused": st.booleans() | st.none(),
+    "timestamp": st.floats(1.7e9, 1.8e9) | st.integers(1_700_000_000, 1_800_000_000)
+    | st.none(),
+    "other": st.integers(),
+})
+REFLECTION_ODD: dict[str, list[Any]] = {
+    "task_id": ["", " ", 7, None, True, ["T1"]],
+    "iteration": [2.0, 2.5, "3", True, -1, 10**30],
+    "gate": [5, True, ["lint"]],
+    "diagnosis": ["x", [], {"why": 5}, {"other": "x"}, {"why": None}],
+    "source": ["", "LLM", "human", 1],
+    "model": [5, True],
+    "files_changed": ["src/a.py", [1], [None], [True], {"a": 1}],
+    "reused": ["true", "no", 1, 0],
+    "timestamp": ["2026-01-01T00:00:00Z", "1767225600", True, "garbage", 1e308, 10**400],
+}
+
+
+@st.composite
+def reflection_line(draw: st.DrawFn) -> bytes:
+    """Mostly what the engine and Bernstein write, now and then an odd value or junk."""
+    if draw(st.integers(0, 30)) == 0:
+        return draw(JUNK)
+    line: dict[str, Any] = draw(REFLECTION)
+    if draw(st.integers(0, 15)) == 0:
+        key = draw(ODD(sorted(REFLECTION_ODD)))
+        line[key] = draw(ODD(REFLECTION_ODD[key]))
+    return json.dumps(line, ensure_ascii=draw(st.booleans())).encode()
+
+
+def _reflections_seen(state: State) -> dict[str, Any]:
+    return {"reflections": {t: list(r) for t, r in state.reflections.items()},
+            "count": state.reflection_count,
+            "problems": [(p.file, p.line, p.reason) for p in state.problems]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(reflection_line(), max_size=30), step=st.integers(60, 4000))
+def test_typed_reflections_are_line_by_line(tmp_path_factory, lines: list[bytes],
+                                            step: int) -> None:
+    (fast, fast_delta), (slow, slow_delta) = read_both(
+        tmp_path_factory.mktemp("refl"), "reflections.jsonl", lines, Kind.REFLECTIONS, step)
+    assert _reflections_seen(fast) == _reflections_seen(slow)
+    assert fast_delta.touched == slow_delta.touched
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    (key, value) for key, values in sorted(REFLECTION_ODD.items()) for value in values])
+def test_each_odd_reflection_value_reads_as_line_by_line(tmp_path: Path, key: str,
+                                                         value: Any) -> None:
+    plain = {"task_id": "T1", "iteration": 1, "gate": "lint", "source": "rules",
+             "diagnosis": {"why": "w"}, "timestamp": 1767225600.0}
+    (fast, _), (slow, _) = read_both(tmp_path, "reflections.jsonl", [
+        json.dumps(line).encode() for line in (plain, {**plain, key: value}, plain)],
+        Kind.REFLECTIONS)
+    assert _reflections_seen(fast) == _reflections_seen(slow)
+
+
+def test_reflections_as_the_engine_writes_them_are_typed() -> None:
+    line = (b'{"timestamp": 1767225600.0, "task_id": "b872fa4e30e4", "iteration": 0, '
+            b'"model": "opus", "gate": "lint", "error_pattern": "lint:E0", "digest": "d", '
+            b'"diagnosis": {"what_failed": "w", "why": "y", "try_next": "t", "focus": "f"}, '
+            b'"files_changed": ["src/m0.py"], "reused": true, "source": "rules"}\n')
+    records = REFLECTIONS.decode(line * 3, 1)
+    assert records is not None and len(records) == 3
+    assert records[0].files_changed == ("src/m0.py",) and records[0].focus == "f"

@@ -12,14 +12,15 @@ the two paths to the same records and problems).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from itertools import chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
-from console.records import Attempt, Chain
+from console.records import Attempt, Chain, Reflection
 from console.sdd.tail import BOM, whole_lines
 from console.sdd.task_codec import TaskWire, tasks_from_wire
 
@@ -82,3 +83,54 @@ CHAINS = TypedBlock(Chain, _chains)
 #: runtime/tasks.jsonl: every change of every task (31,000 lines of 1 KB in the
 #: benchmark's large project)
 TASKS = TypedBlock(TaskWire, tasks_from_wire)
+
+
+class _Diagnosis(msgspec.Struct, forbid_unknown_fields=True):
+    what_failed: str | None = None
+    why: str | None = None
+    try_next: str | None = None
+    focus: str | None = None
+
+
+_NO_DIAGNOSIS = _Diagnosis()
+
+
+class ReflectionWire(msgspec.Struct):
+    """A reflections.jsonl line in the strict shape decode_reflection takes as it is
+    (other keys are ignored by both)."""
+
+    task_id: str
+    iteration: int | None = None
+    gate: str | None = None
+    error_pattern: str | None = None
+    diagnosis: _Diagnosis | None = None
+    source: Literal["llm", "rules"] | None = None
+    model: str | None = None
+    digest: str | None = None
+    files_changed: list[str] | None = None
+    reused: bool | None = None
+    timestamp: float | None = None
+
+
+def _reflection(w: ReflectionWire) -> Reflection:
+    d = w.diagnosis or _NO_DIAGNOSIS
+    return Reflection(
+        task_id=w.task_id, iteration=w.iteration or 0, gate=w.gate or "",
+        error_pattern=w.error_pattern or "", what_failed=d.what_failed or "",
+        why=d.why or "", try_next=d.try_next or "", focus=d.focus or "",
+        source=w.source or "rules", model=w.model, digest=w.digest or "",
+        files_changed=tuple(w.files_changed) if w.files_changed else (),
+        reused=bool(w.reused), timestamp=w.timestamp)
+
+
+def _reflections(lines: list[ReflectionWire]) -> list[Reflection] | None:
+    """decode_reflection's checks: a task id that is not blank, a finite timestamp."""
+    stamps = [w.timestamp for w in lines if w.timestamp is not None]
+    if not all_filled(map(attrgetter("task_id"), lines)) or not all(map(math.isfinite,
+                                                                         stamps)):
+        return None
+    return list(map(_reflection, lines))
+
+
+#: metrics/reflections.jsonl: 20,000 lines in the benchmark's large project
+REFLECTIONS = TypedBlock(ReflectionWire, _reflections)
