@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -220,3 +222,18 @@ def test_without_polars_the_block_path_reads_everything(tmp_path: Path,
     fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
     assert _seen(fast) == _seen(slow)
     assert fast.gate_pending == []
+
+
+def test_polars_is_imported_only_for_a_large_read(tmp_path: Path) -> None:
+    """The first paint and a small project's load do not pay for Polars (~0.15 s)."""
+    sdd = tmp_path / ".sdd" / "metrics"
+    sdd.mkdir(parents=True)
+    _write(sdd / "quality_gates.jsonl", _encoded(_lines(500)))
+    code = ("import sys\nfrom pathlib import Path\nimport console.tui.app\n"
+            "from console.sdd.source import LocalSource\n"
+            f"source = LocalSource(Path({str(tmp_path)!r}), checkpoint_after=None)\n"
+            "source.load()\nassert source.state.gate_stats['lint'].runs\n"
+            "print('polars' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
