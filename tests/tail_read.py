@@ -22,7 +22,7 @@ def read_kind(path: Path, kind: Kind, *, blocks: bool, step: int) -> tuple[State
                     if frame is not None and batch.blocks else None)
         delta.merge(state.apply_jsonl(kind, path.name, batch, prepared))
         if not batch.more:
-            return state, delta
+            return state, delta.merge(state.gate_frames_read())
 
 
 def read_both(folder: Path, name: str, lines: list[bytes], kind: Kind,

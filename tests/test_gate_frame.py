@@ -37,6 +37,9 @@ PLAIN = {"timestamp": "2026-01-01T00:00:00+00:00", "task_id": "T1", "gate": "lin
          "required": True}
 
 
+MIN_FRAME_BYTES = gate_frame.MIN_FRAME_BYTES
+
+
 @pytest.fixture(autouse=True)
 def _frames_for_any_size(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(gate_frame, "MIN_FRAME_BYTES", 0)
@@ -68,8 +71,12 @@ def _both(path: Path, step: int = 1 << 20) -> tuple[State, State]:
 
 def _framed(data: bytes) -> bool:
     """Whether the frame path takes these lines (else: block, then line by line)."""
-    block = Block(1, data, lines=data.count(b"\n"))
-    prepared = gate_frame.prepare([block], MAX_LINE_BYTES)
+    blocks, start = [], 0
+    while start < len(data):  # (whole lines, a megabyte or so a block, as a tail reads)
+        end = data.rfind(b"\n", start, start + (1 << 20)) + 1 or data.index(b"\n", start) + 1
+        blocks.append(Block(1, data[start:end], lines=data.count(b"\n", start, end)))
+        start = end
+    prepared = gate_frame.prepare(blocks, MAX_LINE_BYTES)
     return prepared is not None and gate_frame.apply(State(), prepared, Delta())
 
 
@@ -121,6 +128,8 @@ HOSTILE = [
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": "5"}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": 99999999999999999999}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "duration_ms": 2199023255552}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass",'
+    b' "duration_ms": -9223372036854775808}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": 1}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "2026-01-01 00:00:00"}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "timestamp": "2026-02-29T00:00:00Z"}',
@@ -237,3 +246,58 @@ def test_polars_is_imported_only_for_a_large_read(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_read_of_megabytes_goes_by_frames_at_its_real_size(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above MIN_FRAME_BYTES, as a load reads (Polars' parallel multi-chunk reader)."""
+    monkeypatch.setattr(gate_frame, "MIN_FRAME_BYTES", MIN_FRAME_BYTES)
+    rows = _encoded(_lines(600)) * 40  # ~4.5 MB
+    data = b"".join(row + b"\n" for row in rows)
+    assert len(data) > 2 * MIN_FRAME_BYTES and _framed(data)
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows), step=8 << 20)
+    assert _seen(fast) == _seen(slow)
+
+
+def test_ever_new_keys_are_cut_rarely_and_read_as_the_line_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gate_frame, "PENDING_ROWS", 40)
+    cuts: list[int] = []
+    real = gate_frame.latest_lines
+    monkeypatch.setattr(gate_frame, "latest_lines",
+                        lambda frames: cuts.append(1) or real(frames))
+    rows = _encoded([{**PLAIN, "task_id": f"N{i}"} for i in range(2000)])
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows), step=2000)
+    assert _seen(fast) == _seen(slow)
+    reads = len(b"".join(rows)) // 2000
+    assert 2 <= len(cuts) <= 12 < reads  # (twice what the last cut kept: log, not linear)
+
+
+def test_whatever_polars_raises_the_lines_go_by_the_block_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise RuntimeError("a Polars error no one foresaw")
+
+    monkeypatch.setattr(gate_frame, "_read", refuse)
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", _encoded(_lines())))
+    assert _seen(fast) == _seen(slow) and fast.problems == []
+
+
+def test_polars_allocator_setting_is_not_left_for_the_processes_we_start() -> None:
+    import os
+
+    assert gate_frame._polars() is not None
+    assert "_RJEM_MALLOC_CONF" not in os.environ
+
+
+def test_frames_touch_their_tasks_once_when_the_read_ends(tmp_path: Path) -> None:
+    """A console loading a large project makes each row again once for the gate lines,
+    not at every 8 MB read (rows_for over every task, each time)."""
+    path = _write(tmp_path / "quality_gates.jsonl", _encoded(_lines(60)))
+    state, tail = State(), JsonlTail(path, path.name)
+    batch = tail.read(1 << 20, blocks=True)
+    prepared = gate_frame.prepare(batch.blocks, batch.max_line_bytes)
+    delta = state.apply_jsonl(Kind.GATE_LINES, path.name, batch, prepared)
+    assert prepared is not None and delta.touched == set() and "gates" in delta.sections
+    assert state.gate_frames_read().touched == {f"T{i}" for i in range(7)}
+    assert state.gate_frames_read().touched == set()

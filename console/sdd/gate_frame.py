@@ -61,13 +61,19 @@ _MAX_MS = 1 << 40  # a duration above this (35 years) goes line by line
 def _polars() -> Any:
     # Polars' allocator (jemalloc) holds freed pages for 10 s by default, so what one
     # read freed stays in the peak while Python's records grow beside it; returned after
-    # 100 ms instead, the peak of a 1M-line read is ~90 MB lower (benchmarks/full_read.py)
-    os.environ.setdefault("_RJEM_MALLOC_CONF",
-                          "background_thread:true,dirty_decay_ms:100,muzzy_decay_ms:0")
+    # 100 ms instead, the peak of a 1M-line read is ~90 MB lower (benchmarks/full_read.py).
+    # It reads the setting as Polars loads: the processes we start do not inherit it.
+    ours = "_RJEM_MALLOC_CONF" not in os.environ
+    if ours:
+        os.environ["_RJEM_MALLOC_CONF"] = (
+            "background_thread:true,dirty_decay_ms:100,muzzy_decay_ms:0")
     try:
         import polars
     except ImportError:  # (a dependency; without it the block path reads everything)
         return None
+    finally:
+        if ours:
+            os.environ.pop("_RJEM_MALLOC_CONF", None)
     return polars
 
 
@@ -92,8 +98,15 @@ def prepare(blocks: list[Block], max_line_bytes: int) -> Prepared | None:
     pl = _polars()
     if pl is None:
         return None
-    lines = sum(block.lines for block in blocks)
-    frame = _read(pl, b"".join(block.data for block in blocks), lines)
+    try:
+        return _prepared(pl, b"".join(block.data for block in blocks),
+                         sum(block.lines for block in blocks))
+    except (Exception, pl.exceptions.PanicException):  # (a Rust panic: a BaseException)
+        return None  # whatever Polars refuses goes by the block path, never lost
+
+
+def _prepared(pl: Any, data: bytes, lines: int) -> Prepared | None:
+    frame = _read(pl, data, lines)
     if frame is None:
         return None
     tasks, gates, results = (frame[name].unique().cast(pl.String).to_list() for name in _IDS)
@@ -115,10 +128,7 @@ def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
     schema = {"timestamp": pl.String, **dict.fromkeys(_IDS, pl.Categorical),
               "status": pl.Enum(_STATUSES), "duration_ms": pl.Int64,
               "cached": pl.Boolean, "required": pl.Boolean}
-    try:
-        frame: polars.DataFrame = pl.read_ndjson(io.BytesIO(data), schema=schema)
-    except Exception:  # (Polars' errors have no common base: any refusal is "no")
-        return None
+    frame: polars.DataFrame = pl.read_ndjson(io.BytesIO(data), schema=schema)
     if frame.height != lines:
         return None
     col = pl.col
@@ -128,15 +138,15 @@ def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
         stamp_colons=stamps.str.count_matches(":", literal=True).sum(),
         missing=pl.any_horizontal(col("task_id", "gate", "status").is_null().any()),
         odd_stamp=(stamps.str.contains(_STAMP).not_() | stamps.str.starts_with("0000")).any(),
-        odd_ms=(col("duration_ms").abs() >= _MAX_MS).any(),
+        odd_ms=((col("duration_ms") >= _MAX_MS) | (col("duration_ms") <= -_MAX_MS)).any(),
     ).row(0)
     if missing or odd_stamp or odd_ms or data.count(b":") != fields + stamp_colons:
         return None
     status = col("status")
+    fraction = stamps.str.slice(20, 6).cast(pl.Int64, strict=False)  # (6 digits if ".")
     micros = stamps.str.slice(0, 19).str.to_datetime(
         "%Y-%m-%dT%H:%M:%S", time_unit="us").dt.epoch("us") + pl.when(
-        stamps.str.slice(19, 1) == ".").then(stamps.str.slice(20, 6).cast(pl.Int64)
-                                              ).otherwise(0)
+        stamps.str.slice(19, 1) == ".").then(fraction).otherwise(0)
     return frame.select(  # GateLine's fields, with decode_gate_line's defaults
         "task_id", "gate", "status",
         result=pl.coalesce(col("result"), pl.when(status.is_in(("pass", "skipped")))
@@ -150,7 +160,9 @@ def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
 
 def apply(state: State, prepared: Prepared, delta: Delta) -> bool:
     """Fold prepared lines into the State, as the line path would one by one; False
-    (the State untouched) when a new task or gate id is not plain."""
+    (the State untouched) when a new task or gate id is not plain. Their tasks are
+    said to be touched once, when the read ends (State.gate_frames_read): a console
+    loading a large project makes each task's row again once, not at every read."""
     new_ids = {*prepared.tasks, *prepared.gates} - state.gate_ids
     if not all(map(plain_id, new_ids)):
         return False
@@ -168,10 +180,12 @@ def apply(state: State, prepared: Prepared, delta: Delta) -> bool:
             None if status in _UNJUDGED else status == "pass" for status in statuses)
     pending = state.gate_pending
     pending.append(prepared.frame)
-    if sum(map(len, pending)) > PENDING_ROWS:  # (memory: a key's last line is enough)
+    # (memory: a key's last line is enough; at twice what the last cut kept, so that a
+    # file of ever new keys is not cut again at every read)
+    if sum(map(len, pending)) > max(PENDING_ROWS, 2 * state.gate_pending_kept):
         pending[:] = [latest_lines(pending)]
-    delta.touched.update(prepared.tasks)
-    return True
+        state.gate_pending_kept = len(pending[0])
+    return True  # (the tasks are touched when their latest lines are made: flush)
 
 
 def latest_lines(frames: list[polars.DataFrame]) -> polars.DataFrame:
@@ -188,10 +202,11 @@ def flush(state: State) -> None:
     """Each task's latest line per gate from the frames `apply` left (in
     `State.gate_pending`) into `gate_latest`, and new (task, gate)s into `gate_order` in
     the order they came: once however many frames there were (State.flush_gate_frames)."""
-    frames, state.gate_pending = state.gate_pending, []
+    frames, state.gate_pending, state.gate_pending_kept = state.gate_pending, [], 0
     if frames:
         columns = _latest_columns(frames)
         put_latest(state, columns[0], columns[1], list(map(GateLine, *columns)))
+        state.gate_touched.update(columns[0])
 
 
 def _latest_columns(frames: list[polars.DataFrame]) -> list[list[Any]]:

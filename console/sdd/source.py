@@ -255,7 +255,8 @@ class LocalSource:
             delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
             step(delta)
         with self.lock:  # the latest gate lines out of the frames read (gate_frame.py)
-            self.state.flush_gate_frames()
+            delta = self.state.gate_frames_read()
+        step(delta)
 
     def _restore(self) -> Delta:
         """The checkpoint's State, for each file still as it was (sdd/checkpoint.py)."""

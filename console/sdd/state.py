@@ -64,6 +64,8 @@ class State(ProblemLog):
         self.gate_order: dict[str, list[str]] = {}
         #: latest lines still in frames (sdd/gate_frame.py), until gate_lines.flush
         self.gate_pending: list[Any] = []
+        self.gate_pending_kept = 0  # rows the last cut of gate_pending kept
+        self.gate_touched: set[str] = set()  # tasks whose latest lines frames made
         self.gate_ids: set[str] = set()  # task and gate ids gate_lines has checked
         self.gate_reports: dict[str, GateReport] = {}
         self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
@@ -144,6 +146,13 @@ class State(ProblemLog):
         """The latest gate lines still in frames, into gate_latest (before it is read)."""
         if self.gate_pending:
             gate_frame.flush(self)
+
+    def gate_frames_read(self) -> Delta:
+        """At the end of a read of gate lines: their latest lines out of the frames, and
+        the tasks whose latest lines frames made since the last call."""
+        self.flush_gate_frames()
+        touched, self.gate_touched = self.gate_touched, set()
+        return Delta(touched=touched, sections={Section.GATES} if touched else set())
 
     def _add_records(self, kind: Kind, display: str, records: list[tuple[int, Any]],
                      delta: Delta) -> None:
