@@ -301,3 +301,17 @@ def test_frames_touch_their_tasks_once_when_the_read_ends(tmp_path: Path) -> Non
     assert prepared is not None and delta.touched == set() and "gates" in delta.sections
     assert state.gate_frames_read().touched == {f"T{i}" for i in range(7)}
     assert state.gate_frames_read().touched == set()
+
+
+def test_a_view_during_a_read_does_not_make_the_frames_lines(tmp_path: Path) -> None:
+    """The console's detail pane and rows read latest_gates on the event loop while a
+    large load runs: that must not turn every pending frame into GateLines there."""
+    path = _write(tmp_path / "quality_gates.jsonl", _encoded(_lines(60)))
+    state, tail = State(), JsonlTail(path, path.name)
+    batch = tail.read(1 << 20, blocks=True)
+    state.apply_jsonl(Kind.GATE_LINES, path.name, batch,
+                      gate_frame.prepare(batch.blocks, batch.max_line_bytes))
+    assert state.latest_gates("T1") == {} and state.gate_pending  # (not yet: still read)
+    assert state.gate_frames_read().touched >= {"T1"}
+    _, slow = _both(path)
+    assert state.latest_gates("T1") == slow.latest_gates("T1") != {}

@@ -161,8 +161,10 @@ def gate_line(raw: RawGateLine) -> GateLine:
 
 def latest(state: State, task_id: str) -> dict[str, GateLine]:
     """A task's latest line per gate (in the order its gates first ran), each a
-    GateLine (made now from a line read in a block)."""
-    state.flush_gate_frames()
+    GateLine (made now from a line read in a block). Lines still in frames — a read
+    of the file under way (sdd/gate_frame.py) — are not here yet: they come when that
+    read ends, and its delta touches their tasks. (Making them here would do it on the
+    console's event loop, for every task's lines, at every read of a large load.)"""
     out: dict[str, GateLine] = {}
     table = state.gate_latest
     for gate in state.gate_order.get(task_id, ()):

@@ -134,7 +134,8 @@ class State(ProblemLog):
         return delta
 
     def latest_gates(self, task_id: str) -> dict[str, GateLine]:
-        """A task's latest quality_gates.jsonl line per gate."""
+        """A task's latest quality_gates.jsonl line per gate (as of the last read that
+        ended: gate_lines.latest)."""
         return gate_lines.latest(self, task_id)
 
     def gate_tasks(self) -> list[str]:

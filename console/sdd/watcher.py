@@ -31,6 +31,7 @@ FALLBACK_POLL_S = 0.25
 FREEZE_AFTER_BYTES = 32 * 1024 * 1024  # records read before the load's objects are frozen
 BURST_GAP_S = 0.025  # a batch this soon after the last one: a burst is on
 BURST_SLICE_S = 0.1  # in a burst, batches are read at most this often
+LOAD_SEND_S = 0.5  # while loading, the steps' changes go to the console at most this often
 
 
 class _Pacer:
@@ -95,11 +96,21 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
         stop.wait(FALLBACK_POLL_S)
     if stop.is_set():
         return
+    # While loading, what the steps changed reaches the console at most every
+    # LOAD_SEND_S (the first step, the first rows, at once): each send makes the rows of
+    # every task it touched again, and a large project's steps touch thousands each.
+    held, sent = [Delta()], [-LOAD_SEND_S]
+
     def loaded_step(delta: Delta) -> None:
-        send(delta)
+        held[0].merge(delta)
+        if time.monotonic() - sent[0] >= LOAD_SEND_S:
+            sent[0] = time.monotonic()
+            send(held[0])
+            held[0] = Delta()
         _freeze_if_large(source)
 
     _safe(source, lambda: source.load(on_step=loaded_step), report)
+    send(held[0])  # what the last steps changed
     source.save_checkpoint()  # a long cold read is not paid again on the next start
     _freeze_if_large(source)
     on_delta(Delta())  # the load is complete, even if it found nothing
