@@ -80,7 +80,7 @@ def _polars() -> Any:
 class Prepared(msgspec.Struct):
     """What a read's lines come to, before any of it is in the State."""
 
-    frame: Any  # polars.DataFrame, its columns in RawGateLine's order
+    frame: Any  # polars.DataFrame of GateLine's columns (timestamps in microseconds)
     tasks: list[str]  # the task ids, and the gate ids, in the lines
     gates: list[str]
     per_status: list[tuple[str, str, int, int, int]]  # gate, status, runs, cached, ms
