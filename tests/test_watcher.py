@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from console.sdd.source import LocalSource
 from console.sdd.state import Delta
 from tests.conftest import task_record
@@ -16,6 +18,8 @@ from tests.conftest import task_record
 WRITER = """
 import json, sys, time
 from pathlib import Path
+
+import pytest
 from console.sdd.fileio import append_jsonl
 path = Path(sys.argv[1])
 for i in range(int(sys.argv[2])):
@@ -106,6 +110,8 @@ def test_a_large_load_is_frozen_out_of_the_collectors_sight(project: Path,
 BURST_WRITER = """
 import json, sys, time
 from pathlib import Path
+
+import pytest
 path = Path(sys.argv[1])
 started = time.monotonic()
 with open(path, "a", encoding="utf-8") as handle:
@@ -146,5 +152,34 @@ def test_a_burst_reaches_the_callback_in_slices_and_loses_nothing(project: Path)
         # one batch may start the burst, one may end it; the rest are slices
         assert batches <= took / BURST_SLICE_S + 3, (batches, took)
         assert len(source.state.tasks) == 400
+    finally:
+        source.stop()
+
+
+def test_a_load_hands_its_steps_over_at_most_every_load_send_s(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each hand-over makes again the rows of every task it touched: a load of many
+    steps goes to the console as its first step (the first rows, at once) and then at
+    most one delta every LOAD_SEND_S, with nothing lost."""
+    from console.sdd import source as source_module
+    from console.sdd import watcher
+
+    tasks = project / ".sdd" / "runtime" / "tasks.jsonl"
+    tasks.parent.mkdir(parents=True, exist_ok=True)
+    with tasks.open("a") as handle:
+        for i in range(400):
+            handle.write(json.dumps(task_record(f"t{i}")) + "\n")
+    monkeypatch.setattr(source_module, "LOAD_STEP_BYTES", 4096)  # ~30 steps
+    monkeypatch.setattr(source_module, "FIRST_TASKS_BYTES", 4096)
+    monkeypatch.setattr(watcher, "LOAD_SEND_S", 60.0)
+    deltas: queue.Queue[Delta] = queue.Queue()
+    source = LocalSource(project)
+    source.start(deltas.put)
+    try:
+        assert source.loaded.wait(10)
+        got = [deltas.get(timeout=5) for _ in range(3)]
+        assert [bool(d) for d in got] == [True, True, False]  # first, the rest, "loaded"
+        assert len(got[0].upserts) < 400
+        assert got[0].upserts.keys() | got[1].upserts.keys() == {f"t{i}" for i in range(400)}
     finally:
         source.stop()
