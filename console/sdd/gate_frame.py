@@ -5,9 +5,10 @@ path, a million lines read as columns, never as a million Python objects.
 group-bys, which run in Rust on every core with the GIL released and need neither the
 State nor its lock; `apply` folds what they come to into the State's gate aggregates
 (sdd/gate_lines.py: counts, totals, the last runs of each gate). The lines themselves
-wait as frames (`State.gate_pending`, a few bytes a line) until something reads a
-task's latest lines: then `flush` makes one GateLine per (task, gate), once, not one
-per line.
+wait as frames (`State.gate_pending`, a few bytes a line) until the read of the file
+ends, or something needs the whole table (a checkpoint, the history): then `flush`
+makes one GateLine per (task, gate), once, not one per line, and the read's delta
+touches their tasks (State.gate_frames_read).
 
 Polars is laxer than the line path: it makes a string of `5` or `[1]` in a string
 column, keeps the first of two equal keys where msgspec keeps the last, and reads a
