@@ -166,6 +166,13 @@ def test_a_checkpointed_report_outside_the_gates_folder_is_not_put_back(
     odd = [".sdd/runtime/gates/../../../etc/passwd", ".sdd/runtime/gates/.hidden.json",
            ".sdd/other/x.json", ".sdd/runtime/gates/x.txt"]
     assert not restore_reports(fresh, [SavedReport(d, (0, 0, 0, 0), some) for d in odd])
+    gates = SddPaths(project).gates_dir
+    target = sorted(gates.glob("*.json"))[0]
+    (gates / "link.json").symlink_to(target)  # the right signature, through a link
+    info = os.stat(target)
+    linked = SavedReport(".sdd/runtime/gates/link.json",
+                         (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode), some)
+    assert not restore_reports(fresh, [linked])
     assert fresh.state.gate_reports == {}
 
 

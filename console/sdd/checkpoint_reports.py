@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from console.model import GateReport
+from console.sdd.confine import within
 
 if TYPE_CHECKING:
     from console.sdd.source import LocalSource
@@ -45,10 +46,11 @@ def restore_reports(source: LocalSource, saved: list[SavedReport]) -> bool:
         if (name == item.display or os.sep in name or name.startswith(".")
                 or not name.endswith(".json")):
             continue  # (only a file the directory listing would read)
-        path = source.paths.gates_dir / name
-        try:
-            info = os.stat(path, follow_symlinks=True)
-        except OSError:
+        try:  # (the one confinement check: inside runtime/gates/, through no link)
+            path = within(source.paths.gates_dir, name, what="gate report",
+                          top=source.paths.root)
+            info = os.stat(path)
+        except OSError:  # (UnsafePath is one)
             continue
         if (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode) != item.signature:
             continue
