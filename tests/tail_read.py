@@ -4,7 +4,12 @@ line: the two must agree."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
 
 from console.sdd.delta import Delta
 from console.sdd.kinds import KINDS
@@ -32,3 +37,24 @@ def read_both(folder: Path, name: str, lines: list[bytes], kind: Kind,
     path.write_bytes(b"".join(raw + b"\n" for raw in lines))
     return (read_kind(path, kind, blocks=True, step=step),
             read_kind(path, kind, blocks=False, step=step))
+
+
+def odd_lines(good: st.SearchStrategy[dict[str, Any]], odd_values: Mapping[str, list[Any]],
+              junk: st.SearchStrategy[bytes], *, odd_one_in: int,
+              drop_one_in: int = 0) -> st.SearchStrategy[bytes]:
+    """JSON lines, mostly `good` ones (as the writers write them, so most blocks go in
+    whole), now and then one with an odd value, a key dropped (`drop_one_in`: 0,
+    never), or `junk` that is not a record at all."""
+    @st.composite
+    def line(draw: st.DrawFn) -> bytes:
+        if draw(st.integers(0, 30)) == 0:
+            return draw(junk)
+        record: dict[str, Any] = draw(good)
+        if draw(st.integers(0, odd_one_in - 1)) == 0:
+            key = draw(st.sampled_from(sorted(odd_values)))
+            record[key] = draw(st.sampled_from(odd_values[key]))
+        if drop_one_in and draw(st.integers(0, drop_one_in - 1)) == 0:
+            record.pop(draw(st.sampled_from(sorted(record))))
+        return json.dumps(record, ensure_ascii=draw(st.booleans())).encode()
+
+    return line()

@@ -17,7 +17,7 @@ from console.sdd.delta import Delta
 from console.sdd.gate_lines import RawGateLine
 from console.sdd.paths import Kind
 from console.sdd.state import State
-from tests.tail_read import read_kind
+from tests.tail_read import odd_lines, read_kind
 
 ODD = st.sampled_from
 GOOD_LINE = st.fixed_dictionaries({
@@ -61,22 +61,10 @@ JUNK = ODD([b"", b"  ", b"{not json", b"[1]", b"\xef\xbb\xbf{}",
             b'{"task_id": "T1", "gate": "lint", "status": "pass"} {}'])
 
 
-@st.composite
-def gate_line(draw: st.DrawFn) -> bytes:
-    """Mostly what Bernstein writes (so most blocks go in whole), now and then a line
-    with one odd value, a key missing, or not a gate line at all."""
-    if draw(st.integers(0, 30)) == 0:
-        return draw(JUNK)
-    line: dict[str, Any] = draw(GOOD_LINE)
-    if draw(st.integers(0, 25)) == 0:
-        key = draw(ODD(sorted(ODD_VALUES)))
-        line[key] = draw(ODD(ODD_VALUES[key]))
-    if draw(st.integers(0, 40)) == 0:
-        line.pop(draw(ODD(sorted(line))))
-    return json.dumps(line, ensure_ascii=draw(st.booleans())).encode()
-
-
-LINES = st.lists(gate_line(), max_size=40)
+#: mostly what Bernstein writes, now and then a line with one odd value, a key
+#: missing, or not a gate line at all
+GATE_LINE = odd_lines(GOOD_LINE, ODD_VALUES, JUNK, odd_one_in=26, drop_one_in=41)
+LINES = st.lists(GATE_LINE, max_size=40)
 
 
 def _read(path: Path, *, blocks: bool, step: int) -> tuple[State, Delta]:

@@ -21,7 +21,7 @@ from console.sdd.paths import Kind
 from console.sdd.state import State
 from console.sdd.task_codec import BERNSTEIN_TASK_KEYS, OUR_TASK_KEYS, TaskWire
 from console.sdd.typed_block import CHAINS, REFLECTIONS, TASKS
-from tests.tail_read import read_both
+from tests.tail_read import odd_lines, read_both
 
 ODD = st.sampled_from
 ATTEMPT = st.fixed_dictionaries({
@@ -74,19 +74,9 @@ JUNK = ODD([b"", b"  ", b"{not json", b"[1]", b"\xef\xbb\xbf{}", b'{"chain_id": 
             b'"\\ud800"'])
 
 
-@st.composite
-def chain_line(draw: st.DrawFn) -> bytes:
-    """Mostly what Bernstein writes, now and then one odd value, a key missing, or not
-    a chain at all."""
-    if draw(st.integers(0, 30)) == 0:
-        return draw(JUNK)
-    line: dict[str, Any] = draw(GOOD_CHAIN)
-    if draw(st.integers(0, 20)) == 0:
-        key = draw(ODD(sorted(ODD_VALUES)))
-        line[key] = draw(ODD(ODD_VALUES[key]))
-    if draw(st.integers(0, 30)) == 0:
-        line.pop(draw(ODD(sorted(line))))
-    return json.dumps(line, ensure_ascii=draw(st.booleans())).encode()
+#: mostly what Bernstein writes, now and then one odd value, a key missing, or not a
+#: chain at all
+CHAIN_LINE = odd_lines(GOOD_CHAIN, ODD_VALUES, JUNK, odd_one_in=21, drop_one_in=31)
 
 
 def _seen(state: State) -> dict[str, Any]:
@@ -96,7 +86,7 @@ def _seen(state: State) -> dict[str, Any]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=st.lists(chain_line(), max_size=30), step=st.integers(60, 4000))
+@given(lines=st.lists(CHAIN_LINE, max_size=30), step=st.integers(60, 4000))
 def test_a_typed_block_is_line_by_line(tmp_path_factory, lines: list[bytes],
                                        step: int) -> None:
     (fast, fast_delta), (slow, slow_delta) = read_both(
@@ -269,16 +259,8 @@ REFLECTION_ODD: dict[str, list[Any]] = {
 }
 
 
-@st.composite
-def reflection_line(draw: st.DrawFn) -> bytes:
-    """Mostly what the engine and Bernstein write, now and then an odd value or junk."""
-    if draw(st.integers(0, 30)) == 0:
-        return draw(JUNK)
-    line: dict[str, Any] = draw(REFLECTION)
-    if draw(st.integers(0, 15)) == 0:
-        key = draw(ODD(sorted(REFLECTION_ODD)))
-        line[key] = draw(ODD(REFLECTION_ODD[key]))
-    return json.dumps(line, ensure_ascii=draw(st.booleans())).encode()
+#: mostly what the engine and Bernstein write, now and then an odd value or junk
+REFLECTION_LINE = odd_lines(REFLECTION, REFLECTION_ODD, JUNK, odd_one_in=16)
 
 
 def _reflections_seen(state: State) -> dict[str, Any]:
@@ -288,7 +270,7 @@ def _reflections_seen(state: State) -> dict[str, Any]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=st.lists(reflection_line(), max_size=30), step=st.integers(60, 4000))
+@given(lines=st.lists(REFLECTION_LINE, max_size=30), step=st.integers(60, 4000))
 def test_typed_reflections_are_line_by_line(tmp_path_factory, lines: list[bytes],
                                             step: int) -> None:
     (fast, fast_delta), (slow, slow_delta) = read_both(
