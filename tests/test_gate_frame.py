@@ -120,6 +120,7 @@ HOSTILE = [
     b'{"task_id": "T1", "gate": "lint"}',
     b'{"task_id": "", "gate": "lint", "status": "pass"}',
     b'{"task_id": " T1", "gate": "lint", "status": "pass"}',
+    b'{"task_id": "T1", "gate": "_lint", "status": "pass"}',
     b'{"task_id": "T:1", "gate": "lint", "status": "pass"}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "result": "a:b"}',
     b'{"task_id": "T\\u0031", "gate": "lint", "status": "pass"}',
