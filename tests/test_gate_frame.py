@@ -86,8 +86,9 @@ def test_what_bernstein_writes_is_read_as_frames_and_is_the_line_path(tmp_path: 
     fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows), step=700)
     assert _seen(fast) == _seen(slow)
     assert fast.gate_pending == []  # (read: flushed into GateLines, in first-run order)
-    assert all(type(line) is GateLine for line in fast.gate_latest.values())
-    assert list(fast.gate_order) == [f"T{i}" for i in range(7)]
+    assert all(type(line) is GateLine for row in fast.gate_latest.values()
+               for line in row.values())
+    assert list(fast.gate_latest) == [f"T{i}" for i in range(7)]
 
 
 def test_compact_json_is_read_as_frames_too(tmp_path: Path) -> None:

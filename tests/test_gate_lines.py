@@ -119,7 +119,7 @@ def test_the_large_path_is_taken_for_what_bernstein_writes(tmp_path: Path) -> No
              "duration_ms": i, "cached": i % 3 == 0, "required": True} for i in range(2000)]
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     state, delta = _read(path, blocks=True, step=1 << 20)
-    raw = list(state.gate_latest.values())
+    raw = [line for row in state.gate_latest.values() for line in row.values()]
     assert raw and all(isinstance(line, RawGateLine) for line in raw)
     assert state.gate_stats["lint"].runs == 1000 and state.problems == []
     latest = state.latest_gates("t1")["tests"]

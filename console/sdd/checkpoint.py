@@ -22,10 +22,9 @@ import hmac
 import os
 import secrets
 from collections import Counter, defaultdict, deque
-from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 import msgspec.inspect
@@ -50,7 +49,7 @@ from console.model import (
 )
 from console.sdd.checkpoint_reports import SavedReport, restore_reports, saved_reports
 from console.sdd.fileio import atomic_write_bytes
-from console.sdd.gate_lines import GATE_RECENT, GateStats
+from console.sdd.gate_lines import GATE_RECENT, GateStats, RawGateLine
 from console.sdd.paths import JSONL_KINDS, Kind
 from console.sdd.tail import Position
 from console.sdd.user_dirs import user_state_dir
@@ -89,7 +88,7 @@ class Parts(msgspec.Struct):
     archive: dict[str, ArchiveRecord]
     archive_records: int
     gate_counts: dict[str, dict[str, int]]
-    gate_latest: list[GateLine]  # each task's latest line per gate, in first-run order
+    gate_latest: dict[str, dict[str, GateLine]]  # as State.gate_latest, all read
     gate_stats: dict[str, tuple[int, int, int, int, int, list[bool | None]]]
     chains: dict[str, Chain]
     chain_cost: float
@@ -111,7 +110,6 @@ class Parts(msgspec.Struct):
     problems: dict[str, tuple[list[Problem], int]]  # file → listed, and how many more
 
 
-_KEY = attrgetter("task_id", "gate")  # a GateLine's key in State.gate_latest
 #: per JSONL kind, the Parts it alone fills (and how its file is named in problems)
 PARTS: dict[Kind, tuple[str, ...]] = {
     Kind.TASKS: ("tasks",),
@@ -250,8 +248,7 @@ def _still(mark: Mark, path: Path) -> bool:
 
 
 def _parts(state: State) -> Parts:
-    latest = [line for task_id in state.gate_tasks()
-              for line in state.latest_gates(task_id).values()]
+    latest = {task_id: state.latest_gates(task_id) for task_id in state.gate_tasks()}
     return Parts(
         tasks=state.tasks, archive=state.archive, archive_records=state.archive_records,
         gate_counts={g: dict(c) for g, c in state.gate_counts.items()},
@@ -334,10 +331,9 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
     elif kind is Kind.GATE_LINES:
         for gate, counts in p.gate_counts.items():
             state.gate_counts[gate] = Counter(counts)
-        state.gate_latest.update(zip(map(_KEY, p.gate_latest), p.gate_latest, strict=True))
-        for line in p.gate_latest:
-            state.gate_order.setdefault(line.task_id, []).append(line.gate)
-        state.gate_ids.update(state.gate_order)
+        state.gate_latest.update(cast(dict[str, dict[str, GateLine | RawGateLine]],
+                                      p.gate_latest))  # (all GateLines: none raw)
+        state.gate_ids.update(p.gate_latest)
         for gate, (runs, passed, skipped, cached, total_ms, recent) in p.gate_stats.items():
             state.gate_stats[gate] = GateStats(runs, passed, skipped, cached, total_ms,
                                                deque(recent, maxlen=GATE_RECENT))

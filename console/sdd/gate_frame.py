@@ -204,8 +204,9 @@ def latest_lines(frames: list[polars.DataFrame]) -> polars.DataFrame:
 
 def flush(state: State) -> None:
     """Each task's latest line per gate from the frames `apply` left (in
-    `State.gate_pending`) into `gate_latest`, and new (task, gate)s into `gate_order` in
-    the order they came: once however many frames there were (State.flush_gate_frames)."""
+    `State.gate_pending`) into `gate_latest`, a new (task, gate) after the task's others
+    in the order they came: once however many frames there were
+    (State.flush_gate_frames)."""
     frames, state.gate_pending, state.gate_pending_kept = state.gate_pending, [], 0
     if frames:
         columns = _latest_columns(frames)

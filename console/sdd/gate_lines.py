@@ -19,9 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import partial
-from itertools import compress, filterfalse, islice
+from itertools import compress, filterfalse
 from operator import attrgetter, is_not
 from typing import TYPE_CHECKING, Literal
 
@@ -60,27 +60,19 @@ class GateStats(msgspec.Struct):
         self.recent.append(ok if judged else None)
 
 
-def _store(state: State, key: tuple[str, str], line: GateLine | RawGateLine) -> None:
-    state.flush_gate_frames()
-    if key not in state.gate_latest:
-        state.gate_order.setdefault(key[0], []).append(key[1])
-    state.gate_latest[key] = line
-
-
 def add_line(state: State, record: GateLine, display: str, line: int, delta: Delta) -> None:
     state.gate_counts[record.gate][record.status] += 1
-    _store(state, (record.task_id, record.gate), record)
+    put_latest(state, (record.task_id,), (record.gate,), (record,))
     state.gate_stats[record.gate].add(record)
     delta.touched.add(record.task_id)
 
 
 def reset(state: State, delta: Delta) -> None:
     state.flush_gate_frames()
-    delta.touched |= state.gate_order.keys()
+    delta.touched |= state.gate_latest.keys()
     state.gate_ids.clear()
     state.gate_counts.clear()
     state.gate_latest.clear()
-    state.gate_order.clear()
     state.gate_stats.clear()
 
 
@@ -165,12 +157,13 @@ def latest(state: State, task_id: str) -> dict[str, GateLine]:
     of the file under way (sdd/gate_frame.py) — are not here yet: they come when that
     read ends, and its delta touches their tasks. (Making them here would do it on the
     console's event loop, for every task's lines, at every read of a large load.)"""
+    row = state.gate_latest.get(task_id)
+    if row is None:
+        return {}
     out: dict[str, GateLine] = {}
-    table = state.gate_latest
-    for gate in state.gate_order.get(task_id, ()):
-        line = table[task_id, gate]
+    for gate, line in row.items():
         if isinstance(line, RawGateLine):
-            line = table[task_id, gate] = gate_line(line)
+            line = row[gate] = gate_line(line)  # (a value replaced: the order stays)
         out[gate] = line
     return out
 
@@ -234,13 +227,15 @@ def _recent(state: State, gates: list[str], statuses: list[str]) -> None:
         state.gate_stats[gate].recent.extend(reversed(kept))
 
 
-def put_latest(state: State, tasks: list[str], gates: list[str],
-               lines: list[RawGateLine] | list[GateLine]) -> None:
-    """Lines read at once into `gate_latest` (each a GateLine once read), in order."""
+def put_latest(state: State, tasks: Sequence[str], gates: Sequence[str],
+               lines: Sequence[RawGateLine | GateLine]) -> None:
+    """Lines read at once into `gate_latest` (each a GateLine once read), in order: a
+    (task, gate) that is new goes after that task's others."""
     state.flush_gate_frames()
     table = state.gate_latest
-    before = len(table)
-    table.update(zip(zip(tasks, gates, strict=True), lines, strict=True))
-    if len(table) > before:  # new (task, gate)s: the last keys, in the order they came
-        for task, gate in reversed(list(islice(reversed(table), len(table) - before))):
-            state.gate_order.setdefault(task, []).append(gate)  # a task's gates, in order
+    get = table.get
+    for task, gate, line in zip(tasks, gates, lines, strict=True):
+        row = get(task)
+        if row is None:
+            row = table[task] = {}
+        row[gate] = line

@@ -57,11 +57,10 @@ class State(ProblemLog):
         self.archive: dict[str, ArchiveRecord] = {}
         self.archive_records = 0
         self.gate_counts: dict[str, Counter[str]] = defaultdict(Counter)
-        #: each (task, gate)'s latest line, and each task's gates in the order they first
-        #: ran; read them through `latest_gates` (a line read in a block stays raw until
-        #: then: sdd/gate_lines.py)
-        self.gate_latest: dict[tuple[str, str], GateLine | RawGateLine] = {}
-        self.gate_order: dict[str, list[str]] = {}
+        #: each task's latest line per gate, its gates in the order they first ran; read
+        #: them through `latest_gates` (a line read in a block stays raw until then:
+        #: sdd/gate_lines.py)
+        self.gate_latest: dict[str, dict[str, GateLine | RawGateLine]] = {}
         #: latest lines still in frames (sdd/gate_frame.py), until gate_lines.flush
         self.gate_pending: list[Any] = []
         self.gate_pending_kept = 0  # rows the last cut of gate_pending kept
@@ -141,7 +140,7 @@ class State(ProblemLog):
     def gate_tasks(self) -> list[str]:
         """The tasks with quality_gates.jsonl lines, in the order their first came."""
         self.flush_gate_frames()
-        return list(self.gate_order)
+        return list(self.gate_latest)
 
     def flush_gate_frames(self) -> None:
         """The latest gate lines still in frames, into gate_latest (before it is read)."""

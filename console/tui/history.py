@@ -77,7 +77,7 @@ def entries(state: State, session: Session) -> list[Entry]:
         found.append(Entry(phase.timestamp or 0.0, "phase",
                            "error" if failed else "information", phase.mission_id,
                            f"{phase.event} {phase.gate_name or ''} {phase.reason or ''}".strip()))
-    for task_id in list(state.gate_order):  # (as of the last read that ended)
+    for task_id in list(state.gate_latest):  # (as of the last read that ended)
         for line in state.latest_gates(task_id).values():
             if line.result == "blocked":
                 found.append(Entry(line.timestamp or 0.0, "gate", "error", task_id,
