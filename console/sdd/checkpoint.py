@@ -47,6 +47,7 @@ from console.model import (
     Task,
     TaskMetric,
 )
+from console.records import NO_ITEMS
 from console.sdd.checkpoint_reports import SavedReport, restore_reports, saved_reports
 from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats, RawGateLine
@@ -90,7 +91,7 @@ class Parts(msgspec.Struct):
     gate_counts: dict[str, dict[str, int]]
     gate_latest: dict[str, dict[str, GateLine]]  # as State.gate_latest, all read
     gate_stats: dict[str, tuple[int, int, int, int, int, list[bool | None]]]
-    chains: dict[str, Chain]
+    chains: list[Chain]  # (State.chains' values: a dict's keys cost 10 ms to decode)
     chain_cost: float
     last_chain: dict[str, str]  # task id → its latest chain's id
     task_metrics: dict[str, TaskMetric]
@@ -143,8 +144,8 @@ def _enc_hook(value: object) -> object:
 
 
 def _dec_hook(kind: type, value: object) -> object:
-    if getattr(kind, "__origin__", kind) is MappingProxyType and isinstance(value, dict):
-        return MappingProxyType(value)
+    if type(value) is dict and getattr(kind, "__origin__", kind) is MappingProxyType:
+        return MappingProxyType(value) if value else NO_ITEMS  # (most are empty)
     raise NotImplementedError(f"cannot restore {kind}")
 
 
@@ -255,7 +256,7 @@ def _parts(state: State) -> Parts:
         gate_latest=latest,
         gate_stats={g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms, list(s.recent))
                     for g, s in state.gate_stats.items()},
-        chains=state.chains, chain_cost=state.chain_cost,
+        chains=list(state.chains.values()), chain_cost=state.chain_cost,
         last_chain={t: c.chain_id for t, c in state.last_chain.items()},
         task_metrics=state.task_metrics, reflections=dict(state.reflections),
         reflection_count=state.reflection_count, reviews=dict(state.reviews),
@@ -339,10 +340,10 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
                                                deque(recent, maxlen=GATE_RECENT))
             state.gate_ids.add(gate)
     elif kind is Kind.CHAINS:
-        state.chains.update(p.chains)
+        chains = {chain.chain_id: chain for chain in p.chains}
+        state.chains.update(chains)
         state.chain_cost = p.chain_cost
-        state.last_chain.update({t: p.chains[c] for t, c in p.last_chain.items()
-                                 if c in p.chains})
+        state.last_chain.update({t: chains[c] for t, c in p.last_chain.items() if c in chains})
     elif kind is Kind.REFLECTIONS:
         state.reflections = defaultdict(list, p.reflections)
         state.reflection_count = p.reflection_count

@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,8 @@ def _fsync_dir(directory: Path) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """`mode` (e.g. 0o600 for a private file) wins; else the old file's, else 0644."""
+    import tempfile  # (3 ms to import: not on a start's read path)
+
     check_write_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
