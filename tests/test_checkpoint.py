@@ -18,6 +18,7 @@ from msgspec.structs import replace
 
 from benchmarks.generate import Sizes, generate
 from console.sdd import checkpoint
+from console.sdd import source as source_module
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.source import LocalSource
 from console.sdd.state import State
@@ -57,6 +58,7 @@ def _picture(state: State) -> dict[str, Any]:
         "events": list(state.engine_events), "queue": state.review_queue,
         "problems": [(p.file, p.line, p.reason) for p in state.problems],
         "gate_reports": state.gate_reports, "report_files": state.gate_report_files(),
+        "tickets": state.tickets, "ticket_files": state.files_of(Kind.TICKET),
     }
 
 
@@ -84,9 +86,9 @@ def test_an_unchanged_project_starts_from_the_checkpoint(project: Path) -> None:
     source, warm = _warm(project)
     assert source.restored == frozenset(JSONL_KINDS) - {
         k for k in JSONL_KINDS if not (project / ".sdd" / k.value).exists()
-    } | {Kind.GATE_REPORT}
+    } | {Kind.GATE_REPORT, Kind.TICKET}
     assert sum(t.bytes_read for t in source.tails.values()) == 0  # nothing read again
-    assert warm["gate_reports"]  # (from the checkpoint: their files are not read again)
+    assert warm["gate_reports"] and warm["tickets"]  # (their files are not read again)
     assert warm == _cold(project)
     assert any("missing required key 'status'" in p[2] for p in warm["problems"])
 
@@ -154,26 +156,53 @@ def test_a_gate_report_is_read_again_only_when_its_file_changed(
     assert warm == _cold(project)
 
 
-def test_a_checkpointed_report_outside_the_gates_folder_is_not_put_back(
-        project: Path) -> None:
-    """Names come from a checkpoint we sealed, but are checked as a listing would."""
-    from console.sdd.checkpoint_reports import SavedReport, restore_reports
+def test_a_ticket_is_parsed_again_only_when_its_file_changed(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backlog = SddPaths(project).backlog_open
+    changed = sorted(p for p in backlog.iterdir() if p.suffix == ".yaml")[1]
+    (backlog / "broken.yaml").write_text("title: [unclosed\n")  # a problem: never kept
+    _checkpointed(project)
+    changed.write_text(changed.read_text().replace("title:", "title: Changed", 1))
+    parsed: list[str] = []
+    real = source_module.parse_ticket
+    monkeypatch.setattr(source_module, "parse_ticket",
+                        lambda data, display: parsed.append(display) or real(data, display))
+    source, warm = _warm(project)
+    assert Kind.TICKET in source.restored
+    assert sorted(parsed) == sorted(SddPaths(project).display(p) for p in (changed,
+                                                                         backlog / "broken.yaml"))
+    assert warm == _cold(project)
+    assert any(p[0].endswith("broken.yaml") for p in warm["problems"])
 
-    source = LocalSource(project, checkpoint_after=None)
-    source.load()
-    some = next(iter(source.state.gate_reports.values()))
+
+def test_only_files_their_listing_gives_are_put_back(project: Path) -> None:
+    """The checkpoint's names (sealed by us, but first written by the project) are
+    looked up by the names a listing of the directory gives; no path is made from them,
+    so a name outside the directory, hidden or of another suffix is never put back,
+    whatever signature it holds."""
+    from console.sdd.checkpoint_files import SavedReport
+
+    cold = LocalSource(project, checkpoint_after=None)
+    cold.load()
+    some = next(iter(cold.state.gate_reports.values()))
+    sdd = SddPaths(project)
+    odd = {".sdd/runtime/gates/../../../outside.json": project.parent / "outside.json",
+           ".sdd/runtime/gates/.hidden.json": sdd.gates_dir / ".hidden.json",
+           ".sdd/other/x.json": sdd.sdd / "other" / "x.json",
+           ".sdd/runtime/gates/x.txt": sdd.gates_dir / "x.txt"}
+    saved = {}
+    for display, path in odd.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        info = os.stat(path)
+        saved[display] = SavedReport(display, (info.st_ino, info.st_size, info.st_mtime_ns,
+                                               info.st_mode), some)
     fresh = LocalSource(project, checkpoint_after=None)
-    odd = [".sdd/runtime/gates/../../../etc/passwd", ".sdd/runtime/gates/.hidden.json",
-           ".sdd/other/x.json", ".sdd/runtime/gates/x.txt"]
-    assert not restore_reports(fresh, [SavedReport(d, (0, 0, 0, 0), some) for d in odd])
-    gates = SddPaths(project).gates_dir
-    target = sorted(gates.glob("*.json"))[0]
-    (gates / "link.json").symlink_to(target)  # the right signature, through a link
-    info = os.stat(target)
-    linked = SavedReport(".sdd/runtime/gates/link.json",
-                         (info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode), some)
-    assert not restore_reports(fresh, [linked])
-    assert fresh.state.gate_reports == {}
+    fresh.saved_files[Kind.GATE_REPORT] = saved
+    fresh.load()
+    assert Kind.GATE_REPORT not in fresh.restored
+    assert fresh.state.gate_report_files() == cold.state.gate_report_files()
+    assert fresh.saved_files == {}  # (what a listing did not take is dropped)
 
 
 def _damage(root: Path, how: str) -> None:

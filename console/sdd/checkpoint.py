@@ -48,7 +48,7 @@ from console.model import (
     TaskMetric,
 )
 from console.records import NO_ITEMS
-from console.sdd.checkpoint_reports import SavedReport, restore_reports, saved_reports
+from console.sdd.checkpoint_files import SavedReport, SavedTicket, offer, saved_files
 from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats, RawGateLine
 from console.sdd.paths import JSONL_KINDS, Kind
@@ -134,7 +134,8 @@ class Checkpoint(msgspec.Struct):
     root: str
     marks: list[Mark]
     parts: Parts
-    reports: list[SavedReport]  # (whole files: sdd/checkpoint_reports.py)
+    reports: list[SavedReport]  # (whole files: sdd/checkpoint_files.py)
+    tickets: list[SavedTicket]
 
 
 def _enc_hook(value: object) -> object:
@@ -279,7 +280,7 @@ def save(source: LocalSource) -> bool:
     with source.lock:
         marks = [m for kind, tail in source.tails.items() if (m := _mark(kind, tail))]
         body = _ENCODER.encode(Checkpoint(str(source.paths.root), marks,
-                                          _parts(source.state), saved_reports(source)))
+                                          _parts(source.state), *saved_files(source)))
     target = source.paths.checkpoint
     try:  # refused through a symbolic link anywhere below .sdd/ (fileio's check)
         atomic_write_bytes(target, MAGIC + _mac(key, body) + body)
@@ -362,8 +363,9 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
 
 
 def restore(source: LocalSource) -> set[Kind]:
-    """Put back what the checkpoint holds for each JSONL file and gate report still as
-    it was; the kinds restored (the others are read from the start as usual). Called from
+    """Put back what the checkpoint holds for each JSONL file still as it was, and offer
+    its gate reports and tickets to the first listing of their directories; the JSONL
+    kinds restored (the others are read from the start as usual). Called from
     LocalSource.load, with the cyclic collector paused."""
     checkpoint = _read(source)
     if checkpoint is None:
@@ -383,7 +385,6 @@ def restore(source: LocalSource) -> set[Kind]:
             tail.resume(Position((mark.dev, mark.ino), mark.offset, mark.line_no, mark.head,
                                  mark.pending, mark.skipping))
             done.add(kind)
-        if restore_reports(source, checkpoint.reports):
-            done.add(Kind.GATE_REPORT)
+    offer(source, checkpoint.reports, checkpoint.tickets)  # (put back as they are listed)
     return done
 

@@ -21,8 +21,11 @@ class ProblemLog:
 
     @property
     def problems(self) -> list[Problem]:
-        out = list(self._file_errors.values())
-        for name, items in self._problems.items():
+        """Files that cannot be read, then each file's bad records, by file name: the
+        same list whatever order the files were read in (a cold start or a warm one)."""
+        out = [self._file_errors[name] for name in sorted(self._file_errors)]
+        for name in sorted(self._problems):
+            items = self._problems[name]
             out.extend(items)
             if self._overflow[name]:
                 out.append(Problem(name, None, f"{self._overflow[name]} more problems not listed"))

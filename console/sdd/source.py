@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from console.model import Ticket
 from console.sdd.fileio import read_json_object, read_regular_file
@@ -25,6 +26,9 @@ from console.sdd.state import Delta, State
 from console.sdd.tail import JsonlTail
 from console.sdd.task_live import TaskLive, read_local
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
+
+if TYPE_CHECKING:
+    from console.sdd.checkpoint_files import Saved
 
 #: bytes read per step of the initial load, so deltas stream to the console
 LOAD_STEP_BYTES = 8 * 1024 * 1024
@@ -66,6 +70,9 @@ class LocalSource:
         self.loaded = threading.Event()
         self.shown = threading.Event()  # set by the console once the first rows are on screen
         self.signatures: dict[str, Signature] = {}  # whole files as read, by absolute path
+        #: whole files a checkpoint holds, by the State's name, until their first listing
+        #: (sdd/checkpoint_files.py)
+        self.saved_files: dict[Kind, dict[str, Saved]] = {}
         self._load_total = 0  # bytes of JSONL the first full read has to read
 
     @property
@@ -161,23 +168,18 @@ class LocalSource:
             return self.state.apply_ticket(display, parsed)
 
     def _sync_dir(self, kind: Kind) -> Delta:
-        """Re-list a directory kind: read new/changed files, drop vanished ones.
-
-        The quiet-time poll runs this every second, so an unchanged file costs one
-        stat and no Path: only what changed is read.
-        """
+        """Re-list a directory kind: read new/changed files (or put back what a checkpoint
+        holds of them), drop vanished ones. The quiet-time poll runs this every second,
+        so an unchanged file costs one stat and no Path: only what changed is read."""
         delta = Delta()
-        suffixes: tuple[str, ...]
-        if kind is Kind.GATE_REPORT:
-            directory, suffixes = self.paths.gates_dir, (".json",)
-            reader = self._read_gate_report
-        else:
-            directory, suffixes = self.paths.backlog_open, TICKET_SUFFIXES
-            reader = self._read_ticket
+        directory, suffixes, reader = (
+            (self.paths.gates_dir, (".json",), self._read_gate_report)
+            if kind is Kind.GATE_REPORT
+            else (self.paths.backlog_open, TICKET_SUFFIXES, self._read_ticket))
         shown = self.paths.display(directory) + os.sep  # the State's names for the files
         full = str(directory) + os.sep
         found: set[str] = set()
-        changed: list[str] = []
+        changed: dict[str, Signature | None] = {}
         try:
             with os.scandir(directory) as entries:
                 for entry in entries:
@@ -190,11 +192,19 @@ class LocalSource:
                     except OSError:
                         signature = None
                     if signature is None or self.signatures.get(full + name) != signature:
-                        changed.append(name)
+                        changed[name] = signature
         except OSError:  # missing, not a directory, unreadable: nothing to list
             pass
+        saved = self.saved_files.pop(kind, {})
         for name in sorted(changed):
-            delta.merge(self._read_if_changed(directory / name, reader))
+            item = saved.get(shown + name)
+            if item is not None and item.signature == changed[name]:
+                with self.lock:  # (unchanged since the checkpoint: put back, not read)
+                    delta.merge(item.put(self.state))
+                self.signatures[full + name] = item.signature
+                self.restored |= {kind}
+            else:
+                delta.merge(self._read_if_changed(directory / name, reader))
         with self.lock:
             gone = set(self.state.files_of(kind)) - found
         for display in sorted(gone):
@@ -230,7 +240,7 @@ class LocalSource:
 
         delta, more = self._read_jsonl(Kind.TASKS, FIRST_TASKS_BYTES)
         step(delta)
-        if on_step is not None and delta and self._left_to_load() > HOLD_IF_LEFT_BYTES:
+        if on_step is not None and delta and self.jsonl_bytes(unread=True) > HOLD_IF_LEFT_BYTES:
             # A long read competes with the first paint for the interpreter (the GIL):
             # the console says when the first rows are on screen, and the rest follows.
             deadline = time.monotonic() + HOLD_FOR_PAINT_S
@@ -272,8 +282,7 @@ class LocalSource:
         with self.lock:
             if Kind.TASKS in restored:
                 delta.upserts.update(self.state.tasks)
-            delta.sections.update(KINDS[k].section if k in KINDS else Section.GATES
-                                  for k in restored)
+            delta.sections.update(KINDS[k].section for k in restored)
             if restored:
                 delta.sections.add(Section.PROBLEMS)
         return delta
@@ -298,15 +307,17 @@ class LocalSource:
             self._checkpointed = read_to
         return saved
 
-    def jsonl_bytes(self) -> int:
-        """The size of every JSONL file the State is read from."""
-        size = 0
+    def jsonl_bytes(self, *, unread: bool = False) -> int:
+        """The size of every JSONL file the State is read from (`unread`: of what is
+        not read yet). A stat per file."""
+        total = 0
         for tail in self.tails.values():
             try:
-                size += tail.path.stat().st_size
+                size = os.stat(tail.path).st_size
             except OSError:
                 continue
-        return size
+            total += max(0, size - tail.offset) if unread else size
+        return total
 
     def load_progress(self) -> tuple[int, int] | None:
         """(bytes read, bytes to read) while the first full read runs; None before it
@@ -322,16 +333,6 @@ class LocalSource:
         for kind in kinds:
             self._read_all(kind, lambda _delta: None)
 
-    def _left_to_load(self) -> int:
-        """Bytes of JSONL not read yet (a stat per file)."""
-        left = 0
-        for kind, tail in self.tails.items():
-            try:
-                left += max(0, os.stat(self.paths.of(kind)).st_size - tail.offset)
-            except OSError:
-                continue
-        return left
-
     def refresh(self, paths: Iterable[Path]) -> Delta:
         """Re-read what these changed paths touch."""
         delta = Delta()
@@ -340,12 +341,11 @@ class LocalSource:
         status = False  # engine_status.json to re-read
         for path in paths:
             kind = self.paths.classify(path)
-            if kind is Kind.GATE_REPORT:  # an event: read it even if it looks unchanged
-                self.signatures.pop(str(path), None)
-                delta.merge(self._read_if_changed(path, self._read_gate_report))
-            elif kind is Kind.TICKET:
-                self.signatures.pop(str(path), None)
-                delta.merge(self._read_if_changed(path, self._read_ticket))
+            if kind in (Kind.GATE_REPORT, Kind.TICKET):  # an event: read it even if it
+                self.signatures.pop(str(path), None)  # looks unchanged
+                delta.merge(self._read_if_changed(path, self._read_gate_report
+                                                  if kind is Kind.GATE_REPORT
+                                                  else self._read_ticket))
             elif kind is Kind.ENGINE_STATUS:
                 status = True
             elif kind is not None:

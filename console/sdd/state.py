@@ -254,11 +254,13 @@ class State(ProblemLog):
             delta.touched.add(old)
         return delta
 
-    def restore_gate_report(self, display: str, report: GateReport) -> None:
-        """A gate report from a checkpoint, its file unchanged since it was read."""
+    def restore_gate_report(self, display: str, report: GateReport) -> Delta:
+        """A gate report from a checkpoint, its file unchanged since it was read (and
+        listed for the first time: no report of that file is here yet)."""
         self._track(Kind.GATE_REPORT, display, present=True)
         self.gate_reports[report.task_id] = report
         self._gate_report_files[display] = report.task_id
+        return Delta(touched={report.task_id}, sections={Section.GATES})
 
     def gate_report_files(self) -> dict[str, str]:
         """The gate report files read, and the task each one is the report of."""
