@@ -19,7 +19,13 @@ from console.model import Task
 from console.records import Chain
 from console.sdd.paths import Kind
 from console.sdd.state import State
-from console.sdd.task_codec import BERNSTEIN_TASK_KEYS, OUR_TASK_KEYS, TaskWire
+from console.sdd.task_codec import (
+    BERNSTEIN_LATER_KEYS,
+    BERNSTEIN_TASK_KEYS,
+    OUR_TASK_KEYS,
+    TaskWire,
+    decode_task,
+)
 from console.sdd.typed_block import CHAINS, REFLECTIONS, TASKS
 from tests.tail_read import odd_lines, read_both
 
@@ -142,6 +148,10 @@ BERNSTEIN_TASK = {  # a TaskRecord as Bernstein 1.9.3's writer puts it (referenc
     "max_output_tokens": None, "meta_messages": [], "metadata": {},
     "created_at": 1767225600.0, "deadline": None, "model": "opus", "effort": None,
     "completion_signals": []}
+#: as Bernstein 3.23.0's TaskStore._task_to_record writes it: two more keys, ours absent
+BERNSTEIN_323_TASK = {
+    **{k: v for k, v in BERNSTEIN_TASK.items() if k not in OUR_TASK_KEYS},
+    "parent_context": None, "max_turns": None}
 TASK_VALUES: dict[str, list[Any]] = {  # good ones first, then odd ones
     "id": ["T1", "T2", "tâche-3", "", " ", 7, None],
     "title": ["Fix it", "Über", " lead", "", "\t", 3],
@@ -165,6 +175,8 @@ TASK_VALUES: dict[str, list[Any]] = {  # good ones first, then odd ones
     "tenant_id": ["default", "acme", None],
     "upgrade_details": [None, {"x": 1}, "anything"],
     "a_key_of_no_ones": [1, "x", None],
+    "parent_context": [None, "the parent's summary", {"files": ["a.py"]}],
+    "max_turns": [None, 12, "many"],
 }
 
 
@@ -172,7 +184,8 @@ TASK_VALUES: dict[str, list[Any]] = {  # good ones first, then odd ones
 def task_line(draw: st.DrawFn) -> bytes:
     if draw(st.integers(0, 40)) == 0:
         return draw(JUNK)
-    line = dict(BERNSTEIN_TASK, id=draw(ODD(["T1", "T2", "T3"])))
+    line = dict(draw(st.sampled_from([BERNSTEIN_TASK, BERNSTEIN_323_TASK])),
+                id=draw(ODD(["T1", "T2", "T3"])))
     for key in draw(st.lists(ODD(sorted(TASK_VALUES)), max_size=3)):
         values = TASK_VALUES[key]
         line[key] = draw(ODD(values[:3] if draw(st.integers(0, 6)) else values))
@@ -218,14 +231,22 @@ def test_bernsteins_task_records_decode_through_the_wire(tmp_path: Path) -> None
     assert (tasks[5].depends_on, tasks[5].owned_files, tasks[5].extra) == (
         ("T4",), ("src/m0.py",), {})
     assert TASKS.decode(data.replace(b'"repo": null', b'"repo": null, "x": 1', 1), 1) is None
+    later = [dict(BERNSTEIN_323_TASK, id="T1"),
+             dict(BERNSTEIN_323_TASK, id="T2", parent_context="from T1", max_turns=8)]
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in later)
+    tasks = TASKS.decode(data, 1)  # (3.23.0's two more keys: kept in extra, as decode_task)
+    assert tasks is not None and [t.extra for t in tasks] == [
+        {"parent_context": None, "max_turns": None},
+        {"parent_context": "from T1", "max_turns": 8}]
+    assert tasks == [decode_task(r) for r in later]
 
 
 def test_the_wire_knows_every_task_key_and_no_other() -> None:
     """TaskWire forbids unknown keys: it must name exactly the keys of Bernstein's
-    writer and ours (task_codec's lists), or lines with a key it misses would all go
+    writers and ours (task_codec's lists), or lines with a key it misses would all go
     line by line, and a key it invents would be taken without decode_task's checks."""
     wire = {field.name for field in msgspec.structs.fields(TaskWire)}
-    assert wire == set(BERNSTEIN_TASK_KEYS) | set(OUR_TASK_KEYS)
+    assert wire == set(BERNSTEIN_TASK_KEYS) | set(OUR_TASK_KEYS) | set(BERNSTEIN_LATER_KEYS)
 
 
 REFLECTION = st.fixed_dictionaries({"task_id": ODD(["T1", "T2", "b872fa4e30e4"])}, optional={

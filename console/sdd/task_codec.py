@@ -40,6 +40,9 @@ BERNSTEIN_TASK_KEYS = (
 )
 #: Keys Bernstein drops that we keep (DESIGN §3).
 OUR_TASK_KEYS = ("created_at", "deadline", "model", "effort", "completion_signals")
+#: Keys Bernstein 3.23's writer adds (reference/bernstein-observed.md): not modelled,
+#: kept in Task.extra as any other key is, and so written back as they were
+BERNSTEIN_LATER_KEYS = ("parent_context", "max_turns")
 _MODELLED = frozenset(BERNSTEIN_TASK_KEYS) | frozenset(OUR_TASK_KEYS)
 
 SIGNAL_TYPES = frozenset(
@@ -191,6 +194,9 @@ class TaskWire(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     retry_delay_s: Any = None
     max_output_tokens: Any = None
     meta_messages: Any = None
+    # Bernstein 3.23's (BERNSTEIN_LATER_KEYS): kept in extra when the line has them
+    parent_context: Any = msgspec.UNSET
+    max_turns: Any = msgspec.UNSET
 
 
 def _task_from_wire(w: TaskWire) -> Task:
@@ -226,8 +232,17 @@ def _task_from_wire(w: TaskWire) -> Task:
         effort=w.effort,
         completion_signals=decode_signals(signals, "completion_signals") if signals else (),
         metadata=NO_ITEMS if metadata is None else MappingProxyType(metadata),
-        extra=NO_ITEMS,  # (a key of no one's: decode_task)
+        extra=_later_keys(w),  # (a key of no one's: decode_task)
     )
+
+
+def _later_keys(w: TaskWire) -> MappingProxyType[str, Any]:
+    """BERNSTEIN_LATER_KEYS the line has, as decode_task keeps them in Task.extra."""
+    if w.parent_context is msgspec.UNSET and w.max_turns is msgspec.UNSET:
+        return NO_ITEMS
+    return MappingProxyType({key: value for key, value in (
+        ("parent_context", w.parent_context), ("max_turns", w.max_turns))
+        if value is not msgspec.UNSET})
 
 
 def tasks_from_wire(lines: list[TaskWire]) -> list[Task] | None:
