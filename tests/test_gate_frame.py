@@ -114,8 +114,9 @@ HOSTILE = [
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": true, "cached": false}',
     b'{"task_id": "T1", "gate" : "lint", "status": "pass", "gate":"tests"}',
     b'{"task_id": "T1", "gate": "lint", "status": "pass", "cached": null}',
-    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": {"gate": "tests"}}',
-    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": 1}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": null}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": 1, "gate": "tests"}',
+    b'{"task_id": "T1", "gate": "lint", "status": "pass", "extra": 1, "extra": 2}',
     b'{"task_id": "T1", "gate": "lint", "status": "PASS"}',
     b'{"task_id": "T1", "gate": "lint", "status": null}',
     b'{"task_id": "T1", "gate": "lint"}',
@@ -155,6 +156,73 @@ def test_a_line_polars_would_misread_sends_the_read_line_by_line(tmp_path: Path,
     rows.insert(11, odd)
     assert not _framed(b"".join(row + b"\n" for row in rows))
     fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+#: keys of no one's, as Bernstein 3.23 writes a gate's metadata into its line: read as
+#: frames all the same (Polars reads them as strings, to count their colons)
+OTHER_KEYS = [
+    b'"command": "ruff check ."', b'"mutation_score": 0.82',
+    b'"verdict": "approve", "model": "opus"', b'"reason": "flaky: retried", "actor": "cli"',
+    b'"extra": {"gate": "tests"}', b'"extra": 1', b'"x": [1, "a:b", {"c": "d:e"}]',
+    b'"x": {}', b'"x": ""', b'"x": true', b'"x": 123456789012345678901234567890',
+]
+
+
+@pytest.mark.parametrize("other", OTHER_KEYS, ids=range(len(OTHER_KEYS)))
+def test_lines_with_keys_of_no_ones_are_read_as_frames(tmp_path: Path, other: bytes) -> None:
+    rows = _encoded(_lines(20))
+    rows[3] = rows[3][:-1] + b", " + other + b"}"
+    assert _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+def test_a_key_only_later_lines_have_costs_a_second_parse_not_the_frames(
+        tmp_path: Path) -> None:
+    rows = _encoded(_lines(gate_frame.SAMPLE_LINES + 40))
+    late = gate_frame.SAMPLE_LINES + 20
+    rows[late] = rows[late][:-1] + b', "reason": "bypassed: by hand", "actor": "cli"}'
+    assert _framed(b"".join(row + b"\n" for row in rows))
+    rows[late + 1] = rows[late + 1][:-1] + b', "reason": null}'  # (a colon unaccounted)
+    assert not _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+def test_more_keys_of_no_ones_than_a_frame_takes_go_line_by_line(tmp_path: Path) -> None:
+    rows = _encoded(_lines(20))
+    rows[2] = rows[2][:-1] + b"".join(
+        b', "k%d": 1' % i for i in range(gate_frame.MAX_OTHER_KEYS + 1)) + b"}"
+    assert not _framed(b"".join(row + b"\n" for row in rows))
+    fast, slow = _both(_write(tmp_path / "quality_gates.jsonl", rows))
+    assert _seen(fast) == _seen(slow)
+
+
+JSON_SCALARS = (st.booleans() | st.integers() | st.floats(allow_nan=False) | st.none()
+                | st.text(st.sampled_from('ab:{}[], gate'), max_size=8))
+OTHER_VALUE = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.sampled_from(["gate", "a", "b:c"]), inner,
+                                             max_size=3), max_leaves=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(others=st.lists(st.tuples(st.integers(0, 29), st.sampled_from(
+    ["command", "x", "mutation_score"] * 6 + ["gate", "status", "cached", "result",
+                                              "timestamp", "y:z"]),
+    OTHER_VALUE), max_size=6))
+def test_keys_of_no_ones_and_ours_again_read_as_the_line_path(
+        tmp_path_factory, others: list[tuple[int, str, Any]]) -> None:
+    """Other keys with any value (nested, with colons and quotes in strings, null), and
+    GateLine's own keys a second time: frames or not, the line path's State."""
+    rows = _encoded(_lines(30))
+    for row, key, value in others:
+        extra = json.dumps({key: value}).encode()[1:-1]
+        rows[row] = rows[row][:-1] + b", " + extra + b"}"
+    path = tmp_path_factory.mktemp("gates") / "quality_gates.jsonl"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gate_frame, "MIN_FRAME_BYTES", 0)
+        fast, slow = _both(_write(path, rows))
     assert _seen(fast) == _seen(slow)
 
 

@@ -21,8 +21,10 @@ usual reasons:
   only strings) and typed number and boolean columns (which refuse what is out of
   range or of another type), and as many rows as lines (Polars skips blank lines);
 - as many colons in the text as fields with a value plus the colons inside those
-  values (timestamps have some, ids and results none): every key is a colon outside
-  any string, so there is no null, no key twice, no other key and nothing nested;
+  values (timestamps have some, ids and results none). Keys of no one's (Bernstein
+  3.23 writes a gate's metadata into its line) are read too, as strings whatever
+  their value (Polars gives a nested value's text), for this count alone. Every key is
+  a colon outside any string, so no key is null or there twice, and none is unread;
 - the required fields present, a status Bernstein knows, each timestamp in the
   canonical form gate_lines.CANONICAL_STAMP takes as it is, every task and gate
   id plain, and durations in a range whose sums cannot overflow.
@@ -60,6 +62,12 @@ _STATUSES = ("pass", "fail", "warn", "timeout", "skipped", "bypassed")
 #: CANONICAL_STAMP for Rust's regex (no look-ahead: year 0000 is refused apart)
 _STAMP = "^" + CANONICAL_STAMP.removeprefix("(?!0000)") + "$"
 _MAX_MS = 1 << 40  # a duration above this (35 years) goes line by line
+#: the lines whose keys name the other columns a read is parsed with (Bernstein 3.23
+#: writes a gate's metadata into its line: "command", "mutation_score", ...); a key
+#: only later lines have costs a second parse
+SAMPLE_LINES = 64
+MAX_OTHER_KEYS = 32  # (more: the block path)
+_KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 #: gate_lines.plain_id for an ASCII id (a frame's text is ASCII): the line path says
 #: why one is not (every id of a frame is plain, so none is new and not plain)
 _PLAIN = "^[A-Za-z0-9]"
@@ -133,23 +141,57 @@ def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
     the shape the module docstring says."""
     if not data.isascii() or b"\\" in data:
         return None
+    sampled = _other_keys(data, SAMPLE_LINES)
+    if sampled is None:
+        return None
+    frame, counted = _columns(pl, data, lines, sampled)
+    if frame is None and not counted:  # (a key the first lines do not have: all keys)
+        every = _other_keys(data, None)
+        if every is not None and every != sampled:
+            frame, _ = _columns(pl, data, lines, every)
+    return frame
+
+
+def _other_keys(data: bytes, first: int | None) -> list[str] | None:
+    """The keys other than GateLine's in the first `first` lines (None: in all), or
+    None when one is not a JSON object or there are more than MAX_OTHER_KEYS."""
+    end = len(data)
+    if first is not None:
+        end = 0
+        for _ in range(first):
+            end = data.find(b"\n", end) + 1 or len(data)
+    try:
+        rows = _KEYS.decode_lines(data[:end])
+    except msgspec.DecodeError:
+        return None
+    keys = set().union(*rows).difference(GateLine.__struct_fields__)
+    return sorted(keys) if len(keys) <= MAX_OTHER_KEYS else None
+
+
+def _columns(pl: Any, data: bytes, lines: int, others: list[str]
+             ) -> tuple[polars.DataFrame | None, bool]:
+    """The lines' frame, or None; and whether their colons were all accounted for."""
     schema = {"timestamp": pl.String, **dict.fromkeys(_IDS, pl.Categorical),
               "status": pl.Enum(_STATUSES), "duration_ms": pl.Int64,
-              "cached": pl.Boolean, "required": pl.Boolean}
+              "cached": pl.Boolean, "required": pl.Boolean,
+              **dict.fromkeys(others, pl.String)}  # (any value: only its colons count)
     frame: polars.DataFrame = pl.read_ndjson(io.BytesIO(data), schema=schema)
     if frame.height != lines:
-        return None
+        return None, True
     col = pl.col
     stamps = col("timestamp")
-    fields, stamp_colons, missing, odd_stamp, odd_ms = frame.select(
+    fields, inner_colons, missing, odd_stamp, odd_ms = frame.select(
         fields=pl.sum_horizontal(pl.all().is_not_null().sum()),
-        stamp_colons=stamps.str.count_matches(":", literal=True).sum(),
+        inner_colons=pl.sum_horizontal(
+            col("timestamp", *others).str.count_matches(":", literal=True).sum()),
         missing=pl.any_horizontal(col("task_id", "gate", "status").is_null().any()),
         odd_stamp=(stamps.str.contains(_STAMP).not_() | stamps.str.starts_with("0000")).any(),
         odd_ms=((col("duration_ms") >= _MAX_MS) | (col("duration_ms") <= -_MAX_MS)).any(),
     ).row(0)
-    if missing or odd_stamp or odd_ms or data.count(b":") != fields + stamp_colons:
-        return None
+    if data.count(b":") != fields + inner_colons:
+        return None, False
+    if missing or odd_stamp or odd_ms:
+        return None, True
     status = col("status")
     fraction = stamps.str.slice(20, 6).cast(pl.Int64, strict=False)  # (6 digits if ".")
     micros = stamps.str.slice(0, 19).str.to_datetime(
@@ -163,7 +205,7 @@ def _read(pl: Any, data: bytes, lines: int) -> polars.DataFrame | None:
         timestamp=micros,  # (seconds once it is a key's latest: _latest_columns)
         duration_ms=col("duration_ms").fill_null(0),
         cached=col("cached").fill_null(False),
-        required=col("required").fill_null(False))
+        required=col("required").fill_null(False)), True
 
 
 def apply(state: State, prepared: Prepared, delta: Delta) -> bool:
