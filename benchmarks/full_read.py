@@ -7,7 +7,8 @@ Each read runs in a fresh process (its imports included, the page cache warm fro
 previous read), with its peak RSS (VmHWM; ru_maxrss would carry the parent's over
 exec), on the generated large project (1x: 10,000 tasks, a million gate lines, 50,000
 chains, 20,000 reflections) and on 3x and 10x of it: the scale curve (generated here,
-never committed; --quick: 0.1x and 0.3x).
+never committed; --quick: 0.1x and 0.3x). The 1x project is also read cold as Bernstein
+3.23.0 writes it (the task log with its keys, a gate's metadata in its line).
 
 `python -m benchmarks.full_read` prints the figures.
 """
@@ -58,13 +59,13 @@ print(time.perf_counter() - start, peak, len(source.state.tasks),
 """
 
 
-def _project(factor: float) -> Path:
+def _project(factor: float, shape: str = "1.9.3") -> Path:
     from benchmarks.generate import Sizes, generate
 
-    root = workdir() / f"scale-{factor:g}x"
+    root = workdir() / f"scale-{factor:g}x-{shape}"
     if not root.exists():
         root.mkdir()
-        generate(root, Sizes().scaled(factor), seed=0)
+        generate(root, Sizes().scaled(factor), seed=0, shape=shape)
     return root
 
 
@@ -109,7 +110,25 @@ def run(quick: bool) -> list[Figure]:
                                  statistics.median(r[0] for r in warm_runs) / floor.median,
                                  2)})
         figures += [floor, cold, warm]
+    figures += _as_bernstein_323(scales[0])
     return figures
+
+
+def _as_bernstein_323(factor: float) -> list[Figure]:
+    """The same project as Bernstein 3.23.0 writes it: task records with its two more
+    keys and without ours, a gate's metadata in its line (benchmarks/generate.py)."""
+    root = _project(factor, "3.23")
+    _run(FLOOR, root)
+    floor_runs = [_run(FLOOR, root) for _ in range(3)]
+    cold_runs = [_run(READ, root, "cold") for _ in range(3)]
+    floor = Figure(f"full read floor (orjson parse), {factor:g}x as Bernstein 3.23 writes it",
+                   "s", [r[0] for r in floor_runs],
+                   notes={"jsonl_mb": round(floor_runs[0][3] / 1e6)})
+    cold = Figure(f"cold full read, {factor:g}x as Bernstein 3.23 writes it", "s",
+                  [r[0] for r in cold_runs], target="as the 1.9.3-shaped read",
+                  notes={"rss_mb": round(max(r[1] for r in cold_runs) / 1024)})
+    cold.notes["ratio_vs_floor"] = round(cold.median / floor.median, 2)
+    return [floor, cold]
 
 
 if __name__ == "__main__":

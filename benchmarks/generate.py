@@ -24,7 +24,7 @@ from typing import Any
 from console.model import TaskState
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.skeleton import init_project
-from console.sdd.task_codec import decode_task, encode_task
+from console.sdd.task_codec import OUR_TASK_KEYS, decode_task, encode_task
 
 BASE_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so the bytes are too
 ROLES = ("backend", "frontend", "qa", "docs", "devops", "security")
@@ -111,8 +111,21 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
+#: the metadata Bernstein 3.23 merges into a gate's line (gate_runner: the command run)
+GATE_COMMANDS = {"lint": "ruff check .", "type_check": "mypy src", "tests": "pytest -x -q",
+                 "security_scan": "bandit -r src", "coverage_delta": "coverage run -m pytest",
+                 "complexity_check": "radon cc src"}
+SHAPES = ("1.9.3", "3.23")
+
+
 class Generator:
-    def __init__(self, root: Path, sizes: Sizes, seed: int) -> None:
+    def __init__(self, root: Path, sizes: Sizes, seed: int, shape: str = "1.9.3") -> None:
+        """`shape`: whose writer the task records and gate lines look like — Bernstein
+        1.9.3's (reference §2.4) and ours, or 3.23.0's (two more task keys and none of
+        ours; a gate's metadata in its line: reference/bernstein-observed.md)."""
+        if shape not in SHAPES:
+            raise ValueError(f"shape {shape!r} is not one of {', '.join(SHAPES)}")
+        self.shape = shape
         self.root = root
         self.paths = SddPaths(root)
         self.sizes = sizes
@@ -142,6 +155,7 @@ class Generator:
         finals = finals[: self.sizes.tasks]
         tasks_out, archive, metrics = (self._open(Kind.TASKS), self._open(Kind.ARCHIVE),
                                        self._open(Kind.TASK_METRICS))
+        shape_323 = self.shape == "3.23"
         for index, final in enumerate(finals):
             task_id = self._id()
             self.task_ids.append(task_id)
@@ -169,6 +183,9 @@ class Generator:
                 if status == "closed":
                     changes["closed_at"] = stamp
                 record = encode_task(task) | changes
+                if shape_323:  # (TaskStore._task_to_record in 3.23.0)
+                    record = {k: v for k, v in record.items() if k not in OUR_TASK_KEYS} | {
+                        "parent_context": None, "max_turns": None}
                 tasks_out.record(record)
             if final in (TaskState.DONE, TaskState.CLOSED, TaskState.FAILED,
                          TaskState.CANCELLED):
@@ -196,18 +213,21 @@ class Generator:
     def gate_lines(self) -> None:
         out = self._open(Kind.GATE_LINES)
         rng, ids = self.rng, self.task_ids
+        commands = GATE_COMMANDS if self.shape == "3.23" else {}
         for index in range(self.sizes.gate_lines):
             status = rng.choice(GATE_STATUSES)
             required = index % 3 != 0
             result = ("pass" if status in ("pass", "skipped", "bypassed")
                       else "blocked" if required else "flagged")
+            gate = rng.choice(GATES)
+            metadata = f', "command": "{commands[gate]}"' if gate in commands else ""
             out.line(
                 f'{{"timestamp": "{_iso(BASE_EPOCH + index * 0.25)}", '
-                f'"task_id": "{ids[index % len(ids)]}", "gate": "{rng.choice(GATES)}", '
+                f'"task_id": "{ids[index % len(ids)]}", "gate": "{gate}", '
                 f'"result": "{result}", "status": "{status}", '
                 f'"duration_ms": {rng.randint(5, 30_000)}, '
                 f'"cached": {"true" if index % 4 == 0 else "false"}, '
-                f'"required": {"true" if required else "false"}}}')
+                f'"required": {"true" if required else "false"}{metadata}}}')
         self._close(Kind.GATE_LINES, out)
 
     def chains(self) -> None:
@@ -379,20 +399,23 @@ class Generator:
         return dict(self.counts)
 
 
-def generate(root: Path, sizes: Sizes | None = None, seed: int = 0) -> dict[str, int]:
+def generate(root: Path, sizes: Sizes | None = None, seed: int = 0, shape: str = "1.9.3"
+             ) -> dict[str, int]:
     """Write a synthetic project at `root`; returns lines (or files) written per kind."""
-    return Generator(root, sizes or Sizes(), seed).run()
+    return Generator(root, sizes or Sizes(), seed, shape).run()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=SHAPES, default="1.9.3",
+                        help="whose writer the task records and gate lines look like")
     for name, value in asdict(Sizes()).items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=value)
     args = parser.parse_args(argv)
     sizes = Sizes(**{name: getattr(args, name) for name in asdict(Sizes())})
-    for kind, count in generate(args.root, sizes, args.seed).items():
+    for kind, count in generate(args.root, sizes, args.seed, args.shape).items():
         print(f"{count:>10}  {kind}")
     return 0
 

@@ -42,3 +42,20 @@ def test_generator_is_deterministic(tmp_path: Path) -> None:
     tasks = Kind.TASKS.value
     assert ((tmp_path / "a" / ".sdd" / tasks).read_bytes()
             != (tmp_path / "c" / ".sdd" / tasks).read_bytes())
+
+
+def test_a_project_as_bernstein_323_writes_it_loads_as_the_other(tmp_path: Path) -> None:
+    """--shape 3.23: task records with 3.23.0's keys and none of ours, a gate's command
+    in its line; the same gate figures, and the two keys kept in each task's extra."""
+    generate(tmp_path / "old", Sizes.tiny(), seed=5)
+    generate(tmp_path / "new", Sizes.tiny(), seed=5, shape="3.23")
+    old, new = (LocalSource(tmp_path / name, checkpoint_after=None) for name in ("old", "new"))
+    old.load()
+    new.load()
+    assert new.state.problems == []
+    assert new.state.gate_stats == old.state.gate_stats
+    assert b'"command": ' in SddPaths(tmp_path / "new").of(Kind.GATE_LINES).read_bytes()
+    assert all(dict(t.extra) == {"parent_context": None, "max_turns": None}
+               and t.created_at is None for t in new.state.tasks.values())
+    assert {t.id: t.status for t in new.state.tasks.values()} == {
+        t.id: t.status for t in old.state.tasks.values()}
