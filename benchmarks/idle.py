@@ -2,7 +2,8 @@
 
 The console starts on the project, paints its first rows, and reads the rest
 (metrics stream in behind the first paint); "fully read" is when its CPU use first
-drops below 5 % of a core over a second. Then CPU time (all threads, from
+drops below 5 % of a core over a second (the start of that second, sampled every
+0.1 s: a whole second's steps put up to a second on it before). Then CPU time (all threads, from
 /proc/PID/stat) is sampled over one-second windows while nothing changes, and
 RSS (now and peak) is read from /proc/PID/status.
 """
@@ -23,8 +24,7 @@ def measure(name: str, seconds: int) -> list[Figure]:
     screen = Screen(console_argv(root), cwd=REPO, env={"BERNSTEIN_TUI_TRACE": str(trace)})
     try:
         wait_trace(trace, lambda m: m["rows"] > 0, 120)
-        wait_settled(screen.pid, window=1.0, below=0.05, timeout=300)
-        settled = time.time() - screen.started
+        settled = wait_settled(screen.pid, window=1.0, below=0.05, timeout=300) - screen.started
         cpu = []
         last = proc_cpu_seconds(screen.pid)
         for _ in range(seconds // WINDOW_S):
@@ -42,7 +42,7 @@ def measure(name: str, seconds: int) -> list[Figure]:
         Figure(f"RSS: {name} project, idle", "MB", [rss], target="≤ 300 MB",
                notes={"peak_MB": round(peak, 1)}),
         Figure(f"fully read: {name} project", "s", [settled],
-               notes={"meaning": "process start → CPU first under 5 % (all files read)"}),
+               notes={"meaning": "process start → CPU first under 5 % for 1 s (all read)"}),
     ]
 
 

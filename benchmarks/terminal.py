@@ -13,6 +13,7 @@ import os
 import re
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -132,13 +133,16 @@ def proc_rss_mb(pid: int, key: str = "VmRSS") -> float:
 
 def wait_settled(pid: int, *, window: float = 1.0, below: float = 0.05,
                  timeout: float = 180.0) -> float:
-    """Until a process used under `below` of a core over `window` s; returns seconds waited."""
+    """Until a process used under `below` of a core over `window` s (a sliding window,
+    sampled every tenth of it); returns when that window began (time.time())."""
     started = time.monotonic()
-    last = proc_cpu_seconds(pid)
+    samples = deque([(time.time(), proc_cpu_seconds(pid))])
     while time.monotonic() - started < timeout:
-        time.sleep(window)
-        now = proc_cpu_seconds(pid)
-        if (now - last) / window < below:
-            break
-        last = now
-    return time.monotonic() - started
+        time.sleep(window / 10)
+        samples.append((time.time(), proc_cpu_seconds(pid)))
+        while samples[-1][0] - samples[1][0] >= window:
+            samples.popleft()  # (the oldest sample that still spans a window)
+        (first, cpu_first), (last, cpu_last) = samples[0], samples[-1]
+        if last - first >= window and (cpu_last - cpu_first) / (last - first) < below:
+            return first
+    return time.time()
