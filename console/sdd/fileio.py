@@ -39,7 +39,8 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write_bytes(path: Path, data: bytes | bytearray, *, mode: int | None = None
+                       ) -> None:
     """`mode` (e.g. 0o600 for a private file) wins; else the old file's, else 0644."""
     import tempfile  # (3 ms to import: not on a start's read path)
 
