@@ -241,6 +241,27 @@ def test_bernsteins_task_records_decode_through_the_wire(tmp_path: Path) -> None
     assert tasks == [decode_task(r) for r in later]
 
 
+@pytest.mark.parametrize(("odd", "typed"), [
+    ({"status": "weird"}, True), ({"title": " "}, False),
+    ({"metadata": {"deadline": "soon"}}, False), ({"metadata": {"deadline": 1.5}}, True),
+    ({"completion_signals": [{"type": "nope"}]}, False), ({"priority": "1"}, False),
+    ({"completion_signals": [{"type": "path_exists", "value": "a.py"}]}, True)])
+def test_a_task_line_a_later_one_replaces_is_checked_not_made(
+        tmp_path: Path, odd: dict[str, Any], typed: bool) -> None:
+    """The task log holds every change of a task: in a block, only each task's last
+    line becomes a Task; an earlier one still says its problems, as line by line."""
+    lines = [dict(BERNSTEIN_TASK, id="T1", **odd), dict(BERNSTEIN_TASK, id="T2"),
+             dict(BERNSTEIN_TASK, id="T1", status="done")]
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    records = TASKS.decode(data, 1)  # (None: line by line, for a problem of its own)
+    assert (records is not None) == typed
+    if records is not None:
+        assert [type(r).__name__ for r in records] == ["TaskWire", "Task", "Task"]
+    (fast, _), (slow, _) = read_both(tmp_path, "tasks.jsonl", [
+        json.dumps(line).encode() for line in lines], Kind.TASKS)
+    assert _tasks_seen(fast) == _tasks_seen(slow)
+
+
 def test_the_wire_knows_every_task_key_and_no_other() -> None:
     """TaskWire forbids unknown keys: it must name exactly the keys of Bernstein's
     writers and ours (task_codec's lists), or lines with a key it misses would all go

@@ -98,7 +98,10 @@ def per_task_list(kind: Kind) -> tuple[Adder, Resetter]:
 # -- each kind's add and reset ---------------------------------------------------------
 
 def _add_task(state: State, record: Any, display: str, line: int, delta: Delta) -> None:
-    state._put_task(record, display, line, delta)
+    if isinstance(record, task_codec.TaskWire):  # (a line a later one of its block replaces)
+        state.check_task_state(record.id, record.status, display, line, delta)
+    else:
+        state._put_task(record, display, line, delta)
 
 
 def _reset_tasks(state: State, delta: Delta) -> None:

@@ -31,6 +31,7 @@ from console.model import (
     SlaEvent,
     Task,
     TaskMetric,
+    TaskState,
     Ticket,
 )
 from console.sdd import gate_frame, gate_lines, metric_codec, server_state
@@ -190,16 +191,20 @@ class State(ProblemLog):
         self.tasks[task.id] = task
 
     def _put_task(self, task: Task, display: str, line: int | None, delta: Delta) -> None:
-        if task.state is None:
-            self._problem(Problem(display, line,
-                                  f"task {task.id}: unknown state '{task.status}' "
-                                  "(kept as written)"))
-            delta.sections.add(Section.PROBLEMS)
+        self.check_task_state(task.id, task.status, display, line, delta)
         self._drop_task(task.id)
         self._state_counts[task.status] += 1
         self.tasks[task.id] = task
         delta.upserts[task.id] = task
         delta.removed.discard(task.id)
+
+    def check_task_state(self, task_id: str, status: str, display: str, line: int | None,
+                         delta: Delta) -> None:
+        """A record's status no Bernstein version knows: its line's problem."""
+        if TaskState.parse(status) is None:
+            self._problem(Problem(display, line, f"task {task_id}: unknown state '{status}' "
+                                                 "(kept as written)"))
+            delta.sections.add(Section.PROBLEMS)
 
     def _drop_task(self, task_id: str) -> bool:
         old = self.tasks.pop(task_id, None)

@@ -245,12 +245,27 @@ def _later_keys(w: TaskWire) -> MappingProxyType[str, Any]:
         if value is not msgspec.UNSET})
 
 
-def tasks_from_wire(lines: list[TaskWire]) -> list[Task] | None:
-    """A block's tasks (typed_block.TASKS), or None: read it line by line."""
+def tasks_from_wire(lines: list[TaskWire]) -> list[Task | TaskWire] | None:
+    """A block's tasks (typed_block.TASKS), or None: read it line by line. A line that
+    a later one of the block replaces (the task log holds every change of a task) stays
+    its TaskWire, checked as _task_from_wire would check it but not made a Task: the
+    State takes only its problems (kinds._add_task)."""
+    last = {w.id: index for index, w in enumerate(lines)}
     try:
-        return list(map(_task_from_wire, lines))
+        return [_task_from_wire(w) if last[w.id] == index else _checked(w)
+                for index, w in enumerate(lines)]
     except Exception:  # (RecordError, or anything else: the line path says what it is)
         return None
+
+
+def _checked(w: TaskWire) -> TaskWire:
+    """`w` when _task_from_wire takes it (RecordError when it does not)."""
+    if (w.completion_signals or (w.deadline is None and w.metadata
+                                 and "deadline" in w.metadata)):
+        _task_from_wire(w)  # (what can raise beyond the strings: decoding these)
+    elif not (w.id.strip() and w.title.strip() and w.status.strip()):
+        raise RecordError("an empty required string")
+    return w
 
 
 def encode_task(task: Task) -> dict[str, Any]:
