@@ -98,8 +98,9 @@ def per_task_list(kind: Kind) -> tuple[Adder, Resetter]:
 # -- each kind's add and reset ---------------------------------------------------------
 
 def _add_task(state: State, record: Any, display: str, line: int, delta: Delta) -> None:
-    if isinstance(record, task_codec.TaskWire):  # (a line a later one of its block replaces)
+    if isinstance(record, task_codec.Replaced):  # (a later line of its block replaces it)
         state.check_task_state(record.id, record.status, display, line, delta)
+        delta.upserts.setdefault(record.id, record.last)  # (its place, as line by line)
     else:
         state._put_task(record, display, line, delta)
 

@@ -245,27 +245,36 @@ def _later_keys(w: TaskWire) -> MappingProxyType[str, Any]:
         if value is not msgspec.UNSET})
 
 
-def tasks_from_wire(lines: list[TaskWire]) -> list[Task | TaskWire] | None:
-    """A block's tasks (typed_block.TASKS), or None: read it line by line. A line that
-    a later one of the block replaces (the task log holds every change of a task) stays
-    its TaskWire, checked as _task_from_wire would check it but not made a Task: the
-    State takes only its problems (kinds._add_task)."""
+class Replaced(msgspec.Struct, frozen=True, gc=False):
+    """A task log line that a later line of its block replaces (the log holds every
+    change of a task): checked as _task_from_wire checks a line, but not made a Task.
+    The State takes its problems, and its place among the block's changes for `last`,
+    the Task the block leaves (kinds._add_task)."""
+
+    id: str
+    status: str
+    last: Task
+
+
+def tasks_from_wire(lines: list[TaskWire]) -> list[Task | Replaced] | None:
+    """A block's tasks (typed_block.TASKS), or None: read it line by line."""
     last = {w.id: index for index, w in enumerate(lines)}
     try:
-        return [_task_from_wire(w) if last[w.id] == index else _checked(w)
+        made = {index: _task_from_wire(lines[index]) for index in last.values()}
+        return [made[index] if last[w.id] == index else _replaced(w, made[last[w.id]])
                 for index, w in enumerate(lines)]
     except Exception:  # (RecordError, or anything else: the line path says what it is)
         return None
 
 
-def _checked(w: TaskWire) -> TaskWire:
-    """`w` when _task_from_wire takes it (RecordError when it does not)."""
+def _replaced(w: TaskWire, last: Task) -> Replaced:
+    """`w`, replaced by `last`, when _task_from_wire takes it (RecordError if not)."""
     if (w.completion_signals or (w.deadline is None and w.metadata
                                  and "deadline" in w.metadata)):
         _task_from_wire(w)  # (what can raise beyond the strings: decoding these)
     elif not (w.id.strip() and w.title.strip() and w.status.strip()):
         raise RecordError("an empty required string")
-    return w
+    return Replaced(w.id, w.status, last)
 
 
 def encode_task(task: Task) -> dict[str, Any]:
