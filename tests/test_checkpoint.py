@@ -156,6 +156,21 @@ def test_a_gate_report_is_read_again_only_when_its_file_changed(
     assert warm == _cold(project)
 
 
+def test_two_report_files_of_one_task_are_read_again_not_put_back(project: Path) -> None:
+    """The State holds one report a task (the last file read): a checkpoint must not
+    put that report back under the other file's name (found in review: a warm start
+    showed a deleted file's verdict under the file left)."""
+    gates = SddPaths(project).gates_dir
+    (gates / "a.json").write_text(json.dumps({"task_id": "T-dup", "overall_pass": True}))
+    (gates / "b.json").write_text(json.dumps({"task_id": "T-dup", "overall_pass": False}))
+    _checkpointed(project)
+    (gates / "b.json").unlink()
+    source, warm = _warm(project)
+    assert warm == _cold(project)
+    assert source.state.gate_reports["T-dup"].overall_pass is True
+    assert Kind.GATE_REPORT in source.restored  # (the others still come back)
+
+
 def test_a_ticket_is_parsed_again_only_when_its_file_changed(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     backlog = SddPaths(project).backlog_open

@@ -11,6 +11,7 @@ it is read again, and says so again."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -46,8 +47,12 @@ Saved = SavedReport | SavedTicket
 
 
 def saved_files(source: LocalSource) -> tuple[list[SavedReport], list[SavedTicket]]:
-    """The gate reports and tickets read without a problem, with their signatures."""
+    """The gate reports and tickets read without a problem, with their signatures. A
+    report is kept only when its task has no other report file: the State holds one
+    report a task (the last file read), which is not what the other file says."""
     state, problems, signatures = source.state, source.state.problem_files(), source.signatures
+    files = state.gate_report_files()
+    files_of_task = Counter(files.values())
 
     def signed(display: str) -> tuple[int, int, int, int] | None:
         if display in problems:
@@ -55,8 +60,9 @@ def saved_files(source: LocalSource) -> tuple[list[SavedReport], list[SavedTicke
         return signatures.get(str(source.paths.root / display))
 
     reports = [SavedReport(display, signature, report)
-               for display, task_id in state.gate_report_files().items()
-               if (report := state.gate_reports.get(task_id)) is not None
+               for display, task_id in files.items()
+               if files_of_task[task_id] == 1
+               and (report := state.gate_reports.get(task_id)) is not None
                and (signature := signed(display)) is not None]
     tickets = [SavedTicket(display, signature, ticket)
                for display, ticket in state.tickets.items()
