@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -68,6 +69,7 @@ _MAX_MS = 1 << 40  # a duration above this (35 years) goes line by line
 SAMPLE_LINES = 64
 MAX_OTHER_KEYS = 32  # (more: the block path)
 _KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_PATTERN = re.compile(r"\*|\^.*\$", re.DOTALL)
 #: gate_lines.plain_id for an ASCII id (a frame's text is ASCII): the line path says
 #: why one is not (every id of a frame is plain, so none is new and not plain)
 _PLAIN = "^[A-Za-z0-9]"
@@ -165,7 +167,9 @@ def _other_keys(data: bytes, first: int | None) -> list[str] | None:
     except msgspec.DecodeError:
         return None
     keys = set().union(*rows).difference(GateLine.__struct_fields__)
-    return sorted(keys) if len(keys) <= MAX_OTHER_KEYS else None
+    if len(keys) > MAX_OTHER_KEYS or any(map(_PATTERN.fullmatch, keys)):
+        return None  # (a name pl.col would take as a pattern, not as the name: "*", "^…$")
+    return sorted(keys)
 
 
 def _columns(pl: Any, data: bytes, lines: int, others: list[str]
