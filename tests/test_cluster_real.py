@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from console.remote.health import decode_nodes
 from console.sdd.skeleton import init_project
 from tests.conftest import trusted
 from tests.engine_kit import git, make_repo, until
@@ -133,7 +134,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             running = [t["id"] for t in now if t["status"] in ("claimed", "in_progress")
                        and last_progress(t).startswith("attempt")
                        and last_progress(t).endswith("(worker w1)")]
-            return running if done_by_w1 else []
+            # ... and the server has heard so: a node's load is its last heartbeat (every
+            # second), which may still say 0 just after a task started (a kill then left
+            # the load test nothing to see: two CI runs failed so)
+            _, nodes = api(url, "GET", "/cluster/nodes")
+            busy = any(node.name == "w1" and node.active >= 1 for node in decode_nodes(nodes))
+            return running if done_by_w1 and busy else []
 
         victims = until("w1 to finish one task and run another", w1_mid_task)
         procs["w1"].send_signal(signal.SIGKILL)
