@@ -70,7 +70,7 @@ SAMPLE_LINES = 64
 MAX_OTHER_KEYS = 32  # (more: the block path)
 _KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _PATTERN = re.compile(r"\*|\^.*\$", re.DOTALL)
-#: gate_lines.plain_id for an ASCII id (a frame's text is ASCII): the line path says
+#: gate_lines._plain_id for an ASCII id (a frame's text is ASCII): the line path says
 #: why one is not (every id of a frame is plain, so none is new and not plain)
 _PLAIN = "^[A-Za-z0-9]"
 

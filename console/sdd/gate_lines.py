@@ -110,7 +110,7 @@ _CANONICAL = re.compile(CANONICAL_STAMP, re.ASCII)
 _not_none = partial(is_not, None)
 
 
-def plain_id(value: str) -> bool:
+def _plain_id(value: str) -> bool:
     """req_str's common case: the value as written (anything else: line by line)."""
     return value.isascii() and value[:1].isalnum()
 
@@ -180,7 +180,7 @@ def add_block(state: State, data: bytes, delta: Delta) -> bool:
     known = state.gate_ids
     new_ids = (block_tasks | set(gates)) - known
     if new_ids:
-        if not all(map(plain_id, new_ids)):
+        if not all(map(_plain_id, new_ids)):
             return False
         known |= new_ids
     statuses = list(map(attrgetter("status"), lines))

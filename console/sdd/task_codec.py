@@ -202,8 +202,7 @@ class TaskWire(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 def _task_from_wire(w: TaskWire) -> Task:
     """What decode_task makes of the line `w` was decoded from (RecordError: that line
     goes through decode_task instead)."""
-    if not (w.id.strip() and w.title.strip() and w.status.strip()):
-        raise RecordError("an empty required string")
+    _required(w)
     metadata = w.metadata
     deadline = w.deadline
     if deadline is None and metadata and "deadline" in metadata:
@@ -272,9 +271,15 @@ def _replaced(w: TaskWire, last: Task) -> Replaced:
     if (w.completion_signals or (w.deadline is None and w.metadata
                                  and "deadline" in w.metadata)):
         _task_from_wire(w)  # (what can raise beyond the strings: decoding these)
-    elif not (w.id.strip() and w.title.strip() and w.status.strip()):
-        raise RecordError("an empty required string")
+    else:
+        _required(w)
     return Replaced(w.id, w.status, last)
+
+
+def _required(w: TaskWire) -> None:
+    """decode_task's required strings, as written: none blank (RecordError if one is)."""
+    if not (w.id.strip() and w.title.strip() and w.status.strip()):
+        raise RecordError("an empty required string")
 
 
 def encode_task(task: Task) -> dict[str, Any]:
