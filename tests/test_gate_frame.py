@@ -346,6 +346,28 @@ def test_ever_new_keys_are_cut_rarely_and_read_as_the_line_path(
     assert 2 <= len(cuts) <= 8 < reads  # (CUT_AFTER times what the last cut kept: log)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["T1", "T2", "A9", "zz"]),
+                                   st.sampled_from(["lint", "tests", "x"])), min_size=1),
+                min_size=1, max_size=5))
+def test_latest_lines_are_each_keys_last_in_the_order_keys_first_came(
+        reads: list[list[tuple[str, str]]]) -> None:
+    """Over frames whose ids were first seen in other orders (their category codes)."""
+    pl = gate_frame._polars()
+    frames = [pl.DataFrame({"task_id": [t for t, _ in keys], "gate": [g for _, g in keys],
+                            "n": [f"{r}.{i}" for i in range(len(keys))]},
+                           schema={"task_id": pl.Categorical, "gate": pl.Categorical,
+                                   "n": pl.String})
+              for r, keys in enumerate(reads)]
+    expected: dict[tuple[str, str], str] = {}
+    for r, keys in enumerate(reads):
+        for i, key in enumerate(keys):
+            expected[key] = f"{r}.{i}"  # (a key keeps its first place, as a dict does)
+    latest = gate_frame.latest_lines(frames)
+    assert latest.select(pl.col("task_id", "gate").cast(pl.String), "n").rows() == [
+        (*key, n) for key, n in expected.items()]
+
+
 def test_whatever_polars_raises_the_lines_go_by_the_block_path(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> None:
