@@ -47,6 +47,7 @@ def _picture(state: State) -> dict[str, Any]:
     return {
         "summary": json.loads(json.dumps(summarise(state), default=str)),
         "tasks": state.tasks, "chains": state.chains, "archive": state.archive,
+        "chains_of": {t: state.chains_of(t) for t in sorted(state.last_chain)},
         "last_chain": {t: c.chain_id for t, c in state.last_chain.items()},
         "gate_counts": {g: dict(c) for g, c in state.gate_counts.items()},
         "gate_stats": {g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms,

@@ -152,6 +152,41 @@ def test_every_metrics_kind_is_read(project: Path) -> None:
     assert state.problems == []
 
 
+def test_a_tasks_chains_follow_adds_ids_written_again_and_truncation(project: Path) -> None:
+    """`chains_of` (the index a task's detail reads) says what a scan of every chain says,
+    from the first ask on: new chains, a chain id written again for another task, and
+    the file truncated and written anew."""
+    path = project / ".sdd" / "metrics" / "cascade_chains.jsonl"
+
+    def chain(chain_id: str, task_id: str, cost: float) -> dict[str, object]:
+        return {"chain_id": chain_id, "task_id": task_id, "role": "backend",
+                "attempts": [{"model": "haiku", "attempt_number": 0, "success": True}],
+                "final_model": "haiku", "succeeded": True, "total_cost_usd": cost}
+
+    source = LocalSource(project)
+
+    def agrees() -> None:
+        state = source.state
+        for task_id in ("t1", "t2", "t3"):
+            scanned = [c for c in state.chains.values() if c.task_id == task_id]
+            assert sorted(state.chains_of(task_id), key=lambda c: c.chain_id) == sorted(
+                scanned, key=lambda c: c.chain_id)
+
+    append(path, chain("c1", "t1", 1.0), chain("c2", "t1", 2.0), chain("c3", "t2", 3.0))
+    source.load()
+    agrees()  # (the index is built here)
+    append(path, chain("c4", "t2", 4.0), chain("c1", "t3", 5.0))  # c1 now t3's
+    delta = source.refresh([path])
+    assert {"t1", "t2", "t3"} <= delta.touched  # (t1 lost c1: its detail is redrawn)
+    assert [c.chain_id for c in source.state.chains_of("t1")] == ["c2"]
+    agrees()
+    path.write_text(json.dumps(chain("c9", "t2", 9.0)) + "\n")  # truncated, rewritten
+    source.refresh([path])
+    assert [c.chain_id for c in source.state.chains_of("t2")] == ["c9"]
+    assert source.state.chains_of("t1") == []
+    agrees()
+
+
 def test_load_streams_tasks_first(project: Path) -> None:
     sdd = project / ".sdd"
     append(sdd / "runtime" / "tasks.jsonl", task_record("t1"))

@@ -348,6 +348,7 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
     elif kind is Kind.CHAINS:
         chains = {chain.chain_id: chain for chain in p.chains}
         state.chains.update(chains)
+        state.chains_by_task = None  # (built again when first asked)
         state.chain_cost = p.chain_cost
         state.last_chain.update({t: chains[c] for t, c in p.last_chain.items() if c in chains})
     elif kind is Kind.REFLECTIONS:

@@ -128,11 +128,18 @@ def _add_chain(state: State, record: Any, display: str, line: int, delta: Delta)
     state.chains[record.chain_id] = record
     state.last_chain[record.task_id] = record
     delta.touched.add(record.task_id)
+    index = state.chains_by_task
+    if index is not None:
+        if old is not None and old.task_id != record.task_id:  # (an id written again
+            index.get(old.task_id, {}).pop(record.chain_id, None)  # for another task)
+            delta.touched.add(old.task_id)
+        index.setdefault(record.task_id, {})[record.chain_id] = record
 
 
 def _reset_chains(state: State, delta: Delta) -> None:
     delta.touched |= {chain.task_id for chain in state.chains.values()}
     state.chains.clear()
+    state.chains_by_task = None
     state.last_chain.clear()
     state.chain_cost = 0.0
 

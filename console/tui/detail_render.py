@@ -83,7 +83,7 @@ def _attempt_rows(attempts: list[dict[str, Any]]) -> Table:
 
 def chain_view(state: State, task: Task) -> RenderableType:
     running = list(task.metadata.get("chain") or [])
-    finished = [c for c in state.chains.values() if c.task_id == task.id]
+    finished = state.chains_of(task.id)
     parts: list[RenderableType] = []
     tier = task.metadata.get("tier")
     if tier:
@@ -91,7 +91,7 @@ def chain_view(state: State, task: Task) -> RenderableType:
     if running:
         parts.append(Text("Current chain (live)", style="bold"))
         parts.append(_attempt_rows(running))
-    for chain in sorted(finished, key=lambda c: c.timestamp or 0):
+    for chain in sorted(finished, key=lambda c: (c.timestamp or 0.0, c.chain_id)):
         outcome = "succeeded" if chain.succeeded else "gave up"
         parts.append(Text(f"\nChain {display_text(chain.chain_id)}: {outcome} on "
                           f"{display_text(chain.final_model)} · "
