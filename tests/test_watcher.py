@@ -49,6 +49,7 @@ def test_another_process_appending_reaches_the_callback(project: Path) -> None:
         assert writer.returncode == 0
         assert {f"w{i}" for i in range(20)} <= _collect(deltas, {f"w{i}" for i in range(20)})
         assert len(source.state.tasks) == 20
+        assert source.state.chains_by_task is not None  # (built after the load, here)
     finally:
         source.stop()
 

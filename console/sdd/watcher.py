@@ -112,6 +112,8 @@ def watch_loop(source: LocalSource, on_delta: Callable[[Delta], None], stop: thr
     _safe(source, lambda: source.load(on_step=loaded_step), report)
     send(held[0])  # what the last steps changed
     source.save_checkpoint()  # a long cold read is not paid again on the next start
+    with source.lock:
+        source.state.index_chains()  # (here, not on the event loop at the first redraw)
     _freeze_if_large(source)
     on_delta(Delta())  # the load is complete, even if it found nothing
     import watchfiles  # (17 ms: after the load, not before the console's first rows)
