@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
@@ -102,3 +103,38 @@ class SddPaths(msgspec.Struct, frozen=True):
                 and parts[2].endswith((".yaml", ".yml", ".md")) and not parts[2].startswith(".")):
             return Kind.TICKET
         return None
+
+    def changes(self, paths: Iterable[Path]) -> Changes:
+        """What changed paths (file events, or directories to look through) touch."""
+        out = Changes()
+        for path in paths:
+            kind = self.classify(path)
+            if kind in (Kind.GATE_REPORT, Kind.TICKET):
+                out.files.append((kind, path))
+            elif kind is Kind.ENGINE_STATUS:
+                out.status = True
+            elif kind is not None:
+                out.kinds.add(kind)
+            elif path == self.gates_dir or self.gates_dir in path.parents:
+                out.dirs.add(Kind.GATE_REPORT)
+            elif path == self.backlog_open or self.backlog_open in path.parents:
+                out.dirs.add(Kind.TICKET)
+            elif path == self.sdd or path in self.gates_dir.parents:
+                out.dirs.update({Kind.GATE_REPORT, Kind.TICKET})
+                out.kinds.update(JSONL_KINDS)
+                out.status = True
+            elif self.sdd in path.parents and not path.suffix:
+                out.kinds.update(k for k in JSONL_KINDS if self.of(k).is_relative_to(path))
+                out.status = out.status or self.of(Kind.ENGINE_STATUS).is_relative_to(path)
+                if self.backlog_open.is_relative_to(path):
+                    out.dirs.add(Kind.TICKET)
+        return out
+
+
+class Changes(msgspec.Struct):
+    """What `SddPaths.changes` found to read again."""
+
+    files: list[tuple[Kind, Path]] = msgspec.field(default_factory=list)  # whole files
+    kinds: set[Kind] = msgspec.field(default_factory=set)  # JSONL kinds
+    dirs: set[Kind] = msgspec.field(default_factory=set)  # directories to list again
+    status: bool = False  # engine_status.json

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.model import Ticket
+from console.sdd import frame_reads
 from console.sdd.fileio import read_json_object, read_regular_file
 from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
@@ -74,6 +75,7 @@ class LocalSource:
         #: (sdd/checkpoint_files.py)
         self.saved_files: dict[Kind, dict[str, Saved]] = {}
         self._load_total = 0  # bytes of JSONL the first full read has to read
+        self._ahead = frame_reads.Ahead()  # bytes read and not yet in the State
 
     @property
     def exists(self) -> bool:
@@ -108,19 +110,22 @@ class LocalSource:
     # -- reading ---------------------------------------------------------------
 
     def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
-        tail = self.tails[kind]
-        frame = KINDS[kind].frame
+        done = frame_reads.read(self.tails[kind], KINDS[kind].frame, max_bytes)
+        return self._fold(kind, done), done.batch is not None and done.batch.more
+
+    def _fold(self, kind: Kind, done: frame_reads.Read) -> Delta:
+        """A read of a JSONL kind into the State (what it raised: the file's problem)."""
+        display = self.tails[kind].display
         try:
-            batch = tail.read(max_bytes, blocks=True)
-            prepared = (frame.prepare(batch.blocks, batch.max_line_bytes)
-                        if frame is not None and batch.blocks else None)  # (lock-free)
+            if done.error is not None:
+                raise done.error
+            assert done.batch is not None
             with self.lock:
-                delta = self.state.apply_jsonl(kind, tail.display, batch, prepared)
+                return self.state.apply_jsonl(kind, display, done.batch, done.prepared)
         except Exception as exc:
             with self.lock:
                 return self.state.set_file_error(
-                    tail.display, f"unreadable: {type(exc).__name__}: {exc}"), False
-        return delta, batch.more
+                    display, f"unreadable: {type(exc).__name__}: {exc}")
 
     def _guarded(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
         """One file's read; anything unexpected becomes that file's problem, not a crash."""
@@ -260,13 +265,20 @@ class LocalSource:
 
     def _read_all(self, kind: Kind, step: Callable[[Delta], object]) -> None:
         """A JSONL kind's unread lines, in steps, to its end (or the source's stop)."""
-        more = True
-        while more and not self._stop.is_set():
-            delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
-            step(delta)
-        with self.lock:  # the latest gate lines out of the frames read (gate_frame.py)
-            delta = self.state.gate_frames_read()
-        step(delta)
+        frame = KINDS[kind].frame
+        if frame is not None and frame_reads.worth_pipelining(self.tails[kind],
+                                                              LOAD_STEP_BYTES):
+            for done in frame_reads.pipelined(self.tails[kind], frame, LOAD_STEP_BYTES,
+                                              self._stop, self._ahead):
+                step(self._fold(kind, done))
+        else:
+            more = True
+            while more and not self._stop.is_set():
+                delta, more = self._read_jsonl(kind, LOAD_STEP_BYTES)
+                step(delta)
+        if frame is not None:
+            with self.lock:  # the latest gate lines out of the frames read (gate_frame.py)
+                step(self.state.gate_frames_read())
 
     def _restore(self) -> Delta:
         """The checkpoint's State, for each file still as it was (sdd/checkpoint.py)."""
@@ -324,7 +336,7 @@ class LocalSource:
         starts and once it is done (read from another thread: two ints, no lock)."""
         if self.loaded.is_set() or not self._load_total:
             return None
-        done = sum(tail.offset for tail in list(self.tails.values()))
+        done = sum(tail.offset for tail in list(self.tails.values())) - self._ahead.bytes
         return min(done, self._load_total), self._load_total
 
     def load_kinds(self, kinds: Iterable[Kind]) -> None:
@@ -336,38 +348,16 @@ class LocalSource:
     def refresh(self, paths: Iterable[Path]) -> Delta:
         """Re-read what these changed paths touch."""
         delta = Delta()
-        dirs: set[Kind] = set()
-        kinds: set[Kind] = set()
-        status = False  # engine_status.json to re-read
-        for path in paths:
-            kind = self.paths.classify(path)
-            if kind in (Kind.GATE_REPORT, Kind.TICKET):  # an event: read it even if it
-                self.signatures.pop(str(path), None)  # looks unchanged
-                delta.merge(self._read_if_changed(path, self._read_gate_report
-                                                  if kind is Kind.GATE_REPORT
-                                                  else self._read_ticket))
-            elif kind is Kind.ENGINE_STATUS:
-                status = True
-            elif kind is not None:
-                kinds.add(kind)
-            elif path == self.paths.gates_dir or self.paths.gates_dir in path.parents:
-                dirs.add(Kind.GATE_REPORT)
-            elif path == self.paths.backlog_open or self.paths.backlog_open in path.parents:
-                dirs.add(Kind.TICKET)
-            elif path == self.paths.sdd or path in self.paths.gates_dir.parents:
-                dirs.update({Kind.GATE_REPORT, Kind.TICKET})
-                kinds.update(JSONL_KINDS)
-                status = True
-            elif self.paths.sdd in path.parents and not path.suffix:
-                kinds.update(k for k in JSONL_KINDS if self.paths.of(k).is_relative_to(path))
-                status = status or self.paths.of(Kind.ENGINE_STATUS).is_relative_to(path)
-                if self.paths.backlog_open.is_relative_to(path):
-                    dirs.add(Kind.TICKET)
-        for kind in sorted(kinds):
+        changes = self.paths.changes(paths)
+        for kind, path in changes.files:  # an event: read it even if it looks unchanged
+            self.signatures.pop(str(path), None)
+            delta.merge(self._read_if_changed(path, self._read_gate_report
+                                              if kind is Kind.GATE_REPORT else self._read_ticket))
+        for kind in sorted(changes.kinds):
             self._read_all(kind, delta.merge)
-        for kind in sorted(dirs):
+        for kind in sorted(changes.dirs):
             delta.merge(self._sync_dir(kind))
-        if status:
+        if changes.status:
             delta.merge(self._read_if_changed(self.paths.of(Kind.ENGINE_STATUS),
                                               self._read_engine_status))
         return delta
