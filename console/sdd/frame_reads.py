@@ -21,12 +21,13 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from console.sdd.kinds import FrameReader
     from console.sdd.tail import JsonlTail, TailBatch
 
@@ -78,6 +79,9 @@ def pipelined(tail: JsonlTail, frame: FrameReader, step_bytes: int,
     """`tail`'s reads of `step_bytes` to its end (or to `stop`), in order, prepared by
     worker threads while the next are read; `ahead` counts the bytes read and not yet
     handed on (a read's until the caller asks for the next)."""
+    from concurrent.futures import ThreadPoolExecutor  # (logging and more: 3 ms, only
+    # for a large read, not at every start)
+
     ahead = ahead or Ahead()
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="frame-read") as pool:
         flight: deque[tuple[Read, Future[Any] | None, int]] = deque()
