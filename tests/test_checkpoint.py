@@ -17,8 +17,9 @@ import pytest
 from msgspec.structs import replace
 
 from benchmarks.generate import Sizes, generate
-from console.sdd import checkpoint
+from console.sdd import checkpoint, sealed
 from console.sdd import source as source_module
+from console.sdd.chain_state import SavedChains
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.source import LocalSource
 from console.sdd.state import State
@@ -105,6 +106,62 @@ def test_appended_lines_are_read_from_where_the_checkpoint_stood(project: Path) 
     assert Kind.GATE_LINES in source.restored
     assert source.tails[Kind.GATE_LINES].bytes_read == len(json.dumps(line)) + 1
     assert warm == _cold(project) and warm["latest"]["NEW-1"][0][1].duration_ms == 7
+
+
+CHAINS = "metrics/cascade_chains.jsonl"
+
+
+def test_a_warm_starts_chains_are_decoded_only_when_asked(project: Path) -> None:
+    """The first paint and `status` need the chains' counts, not the chains."""
+    _checkpointed(project)
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    state = source.state
+    assert Kind.CHAINS in source.restored and state._saved_chains is not None
+    cold = LocalSource(project, checkpoint_after=None)
+    cold.load()
+    assert summarise(state) == summarise(cold.state)
+    assert state.last_chain == cold.state.last_chain  # (every task row's model)
+    assert state._saved_chains is not None  # (none of that decoded them)
+    assert state.chains == cold.state.chains and state._saved_chains is None
+    assert state.chain_stats() == cold.state.chain_stats() != (0, 0)
+
+
+@pytest.mark.parametrize("then", ["appended", "truncated"])
+def test_a_chain_line_after_the_checkpoint_goes_after_its_chains(project: Path,
+                                                                  then: str) -> None:
+    _checkpointed(project)
+    path = project / ".sdd" / CHAINS
+    line = json.dumps({"chain_id": "NEW-C", "task_id": "NEW-T", "role": "qa",
+                       "attempts": [{"model": "opus", "attempt_number": 0, "success": True}],
+                       "final_model": "opus", "succeeded": True, "total_cost_usd": 2.5})
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    assert source.state._saved_chains is not None
+    if then == "appended":
+        with open(path, "a") as handle:
+            handle.write(line + "\n")
+    else:
+        path.write_text(line + "\n")
+    source.refresh([path])
+    cold = LocalSource(project, checkpoint_after=None)
+    cold.load()
+    assert list(source.state.chains.items()) == list(cold.state.chains.items())
+    assert list(source.state.chains)[-1] == "NEW-C"
+    assert source.state.chain_cost == pytest.approx(cold.state.chain_cost)
+    assert summarise(source.state) == summarise(cold.state)
+
+
+def test_saved_chains_that_cannot_be_decoded_are_a_problem_not_a_crash() -> None:
+    def broken() -> list:
+        raise ValueError("truncated msgpack")
+
+    state = State()
+    state.save_chains(SavedChains(".sdd/" + CHAINS, 3, 1, broken))
+    assert state.chain_stats() == (3, 1)
+    assert state.chains == {} and state.chain_stats() == (0, 0)
+    assert [(p.file, p.reason) for p in state.problems] == [
+        (".sdd/" + CHAINS, "checkpoint unreadable: truncated msgpack")]
 
 
 def _rewrite_same_size(path: Path) -> None:
@@ -230,13 +287,12 @@ def _damage(root: Path, how: str) -> None:
     elif how == "cut short":
         del data[len(data) // 2:]
     elif how == "another version":  # the same body, sealed for another schema
-        key = checkpoint._key(create=False)
+        key = sealed.user_key(create=False)
         assert key is not None
         body = bytes(data[head:])
-        data[len(checkpoint.MAGIC):head] = checkpoint._mac(key, body,
-                                                           b"other" + checkpoint.SCHEMA)
+        data[len(checkpoint.MAGIC):head] = sealed.mac(key, body, b"other" + checkpoint.SCHEMA)
     elif how == "another user's key":
-        checkpoint.key_path().write_bytes(os.urandom(32))
+        sealed.key_path().write_bytes(os.urandom(32))
     elif how == "not a checkpoint":
         data[:] = b"\x93\x01\x02\x03" * 100
     path.write_bytes(bytes(data))
@@ -277,7 +333,8 @@ def test_status_json_starts_from_the_checkpoint(project: Path, tmp_path: Path) -
     source = LocalSource(project, checkpoint_after=0)
     source.load()
     task = next(t for t in source.state.tasks.values() if t.status == "open")
-    source.state.restore_task(replace(task, status="cancelled"))  # only in the checkpoint
+    source.state.restore_tasks({task.id: replace(task, status="cancelled")})  # (only in
+    # the checkpoint)
     assert source.save_checkpoint(force=True)
 
     def status() -> dict[str, Any]:

@@ -9,22 +9,19 @@ bytes and the same last 4 KB before the offset — else its kind is read from th
 
 The checkpoint lives in the project, which anyone may write, so it is never trusted:
 it is msgpack decoded into the exact record types (no pickle, nothing that runs), and it
-carries a MAC (HMAC-SHA256) made with a key that only this user can read (`$XDG_STATE_HOME/
-bernstein-tui/checkpoint.key`, 0600): one written by anyone else, by another version
-(its schema is in the MAC'd header) or damaged is ignored, and the read starts cold.
+is sealed with this user's key (sdd/sealed.py): one written by anyone else, by another
+version (its schema is in the MAC) or damaged is ignored, and the read starts cold.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
-import secrets
 from collections import Counter, defaultdict, deque
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 import msgspec.inspect
@@ -48,12 +45,13 @@ from console.model import (
     TaskMetric,
 )
 from console.records import NO_ITEMS
+from console.sdd import sealed
+from console.sdd.chain_state import SavedChains
 from console.sdd.checkpoint_files import SavedReport, SavedTicket, offer, saved_files
 from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats, RawGateLine
 from console.sdd.paths import JSONL_KINDS, Kind
 from console.sdd.tail import Position
-from console.sdd.user_dirs import user_state_dir
 
 if TYPE_CHECKING:
     from console.sdd.source import LocalSource
@@ -91,9 +89,11 @@ class Parts(msgspec.Struct):
     gate_counts: dict[str, dict[str, int]]
     gate_latest: dict[str, dict[str, GateLine]]  # as State.gate_latest, all read
     gate_stats: dict[str, tuple[int, int, int, int, int, list[bool | None]]]
-    chains: list[Chain]  # (State.chains' values: a dict's keys cost 10 ms to decode)
+    chains: list[Chain]  # State.chains' values (read back undecoded: _PartsRead)
+    chain_count: int
+    chain_escalated: int  # (State.chain_stats, while the chains are undecoded)
     chain_cost: float
-    last_chain: dict[str, str]  # task id → its latest chain's id
+    last_chain: dict[str, Chain]  # (a task's row shows its latest chain's model)
     task_metrics: dict[str, TaskMetric]
     reflections: dict[str, list[Reflection]]
     reflection_count: int
@@ -116,7 +116,7 @@ PARTS: dict[Kind, tuple[str, ...]] = {
     Kind.TASKS: ("tasks",),
     Kind.ARCHIVE: ("archive", "archive_records"),
     Kind.GATE_LINES: ("gate_counts", "gate_latest", "gate_stats"),
-    Kind.CHAINS: ("chains", "chain_cost", "last_chain"),
+    Kind.CHAINS: ("chains", "chain_count", "chain_escalated", "chain_cost", "last_chain"),
     Kind.TASK_METRICS: ("task_metrics",),
     Kind.REFLECTIONS: ("reflections", "reflection_count"),
     Kind.REVIEWS: ("reviews", "review_count"),
@@ -150,51 +150,21 @@ def _dec_hook(kind: type, value: object) -> object:
     raise NotImplementedError(f"cannot restore {kind}")
 
 
+#: Parts and Checkpoint as a checkpoint is read: the same keys, the chains left as their
+#: bytes (msgspec.Raw) for State.chains to decode when first asked (half the decoding of
+#: a warm start: 50 ms of 125 at 1x; the first paint and `status` need their counts only)
+_PartsRead = msgspec.defstruct("PartsRead", [
+    (f.name, msgspec.Raw if f.name == "chains" else f.type)
+    for f in msgspec.structs.fields(Parts)])
+_CheckpointRead = msgspec.defstruct("CheckpointRead", [
+    (f.name, _PartsRead if f.name == "parts" else f.type)
+    for f in msgspec.structs.fields(Checkpoint)])
 _ENCODER = msgspec.msgpack.Encoder(enc_hook=_enc_hook)
-_DECODER = msgspec.msgpack.Decoder(Checkpoint, dec_hook=_dec_hook)
+_DECODER = msgspec.msgpack.Decoder(_CheckpointRead, dec_hook=_dec_hook)
+_CHAINS = msgspec.msgpack.Decoder(list[Chain], dec_hook=_dec_hook)
 #: this version's schema: a checkpoint made by any other is ignored
 SCHEMA = hashlib.sha256(__version__.encode()
                         + repr(msgspec.inspect.type_info(Checkpoint)).encode()).digest()
-
-
-# -- the key ------------------------------------------------------------------------
-
-
-def key_path() -> Path:
-    return user_state_dir() / "checkpoint.key"
-
-
-def _key(create: bool) -> bytes | None:
-    """This user's checkpoint key (made on first use, readable by them alone)."""
-    path = key_path()
-    with contextlib.suppress(OSError):
-        with open(path, "rb") as handle:
-            key = handle.read(64)
-        if len(key) == 32 and (os.stat(path).st_mode & 0o077) == 0:
-            return key
-        if not create:
-            return None
-    if not create:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        key = secrets.token_bytes(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(key)
-        os.chmod(path, 0o600)
-        return key
-    except OSError:
-        return None
-
-
-def _mac(key: bytes, body: bytes | memoryview, schema: bytes = SCHEMA) -> bytes:
-    """HMAC-SHA256 of this version's schema and the body (32 bytes; SHA-256 rather
-    than BLAKE2b for its speed where the CPU has SHA instructions: 2x on these
-    machines, 30 ms less on a 50 MB checkpoint)."""
-    mac = hmac.new(key, schema, "sha256")
-    mac.update(body)
-    return mac.digest()
 
 
 # -- files --------------------------------------------------------------------------
@@ -257,8 +227,9 @@ def _parts(state: State) -> Parts:
         gate_latest=latest,
         gate_stats={g: (s.runs, s.passed, s.skipped, s.cached, s.total_ms, list(s.recent))
                     for g, s in state.gate_stats.items()},
-        chains=list(state.chains.values()), chain_cost=state.chain_cost,
-        last_chain={t: c.chain_id for t, c in state.last_chain.items()},
+        chains=list(state.chains.values()), chain_count=len(state.chains),
+        chain_escalated=state.chain_stats()[1], chain_cost=state.chain_cost,
+        last_chain=state.last_chain,
         task_metrics=state.task_metrics, reflections=dict(state.reflections),
         reflection_count=state.reflection_count, reviews=dict(state.reviews),
         review_count=state.review_count, sla_latest=state.sla_latest,
@@ -274,10 +245,10 @@ def save(source: LocalSource) -> bool:
     """Write the checkpoint of `source` (False, and nothing written, when it cannot).
     Run it where the tails are read (the watcher thread) or once reading stopped: a
     tail read but not yet applied would put its offset past what the State holds."""
-    key = _key(create=True)
+    key = sealed.user_key(create=True)
     if key is None:
         return False
-    head = len(MAGIC) + 32
+    head = len(MAGIC) + sealed.MAC_BYTES
     data = bytearray(head)  # (the body encoded after room for the magic and the MAC:
     # one buffer of the checkpoint's size, not three; the console's peak is 40 MB less)
     with source.lock:
@@ -285,7 +256,7 @@ def save(source: LocalSource) -> bool:
         _ENCODER.encode_into(Checkpoint(str(source.paths.root), marks, _parts(source.state),
                                         *saved_files(source)), data, head)
     with memoryview(data) as view:
-        data[:head] = MAGIC + _mac(key, view[head:])
+        data[:head] = MAGIC + sealed.mac(key, view[head:], SCHEMA)
     target = source.paths.checkpoint
     try:  # refused through a symbolic link anywhere below .sdd/ (fileio's check)
         atomic_write_bytes(target, data)
@@ -297,44 +268,24 @@ def save(source: LocalSource) -> bool:
 # -- restoring ----------------------------------------------------------------------
 
 
-def _read(source: LocalSource) -> Checkpoint | None:
-    key = _key(create=False)
-    if key is None:
-        return None
-    path = source.paths.checkpoint
+def _read(source: LocalSource) -> Any:  # (a _CheckpointRead, or None)
     limit = MAX_RATIO * source.jsonl_bytes() + 64 * 1024 * 1024
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except OSError:
+    body = sealed.read_sealed(source.paths.checkpoint, MAGIC, SCHEMA, limit)
+    if body is None:
         return None
     try:
-        size = os.fstat(fd).st_size
-        if size > limit:
-            return None
-        data = os.pread(fd, size + 1, 0)  # (one copy, of what is there: +1 sees growth)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    head = len(MAGIC) + 32
-    if len(data) > limit or not data.startswith(MAGIC):
-        return None
-    body = memoryview(data)[head:]
-    if not hmac.compare_digest(data[len(MAGIC):head], _mac(key, body)):
-        return None  # (never decoded unsealed: a crafted body could be a memory bomb)
-    try:
-        checkpoint = _DECODER.decode(body)
+        checkpoint: Any = _DECODER.decode(body)
     except (msgspec.MsgspecError, ValueError, TypeError, NotImplementedError):
         return None
     return checkpoint if checkpoint.root == str(source.paths.root) else None
 
 
-def _put(state: State, parts: Parts, kind: Kind) -> None:
-    """Restore one kind's parts into a State that has none of it yet."""
+def _put(state: State, parts: Any, kind: Kind, display: str) -> None:
+    """Restore one kind's parts (a _PartsRead) into a State that has none of it yet;
+    `display`: the kind's file, as problems name it."""
     p = parts
     if kind is Kind.TASKS:
-        for task in p.tasks.values():
-            state.restore_task(task)
+        state.restore_tasks(p.tasks)
     elif kind is Kind.GATE_LINES:
         for gate, counts in p.gate_counts.items():
             state.gate_counts[gate] = Counter(counts)
@@ -346,11 +297,11 @@ def _put(state: State, parts: Parts, kind: Kind) -> None:
                                                deque(recent, maxlen=GATE_RECENT))
             state.gate_ids.add(gate)
     elif kind is Kind.CHAINS:
-        chains = {chain.chain_id: chain for chain in p.chains}
-        state.chains.update(chains)
-        state.chains_by_task = None  # (built again when first asked)
+        raw = p.chains
+        state.save_chains(SavedChains(display, p.chain_count, p.chain_escalated,
+                                      lambda: _CHAINS.decode(raw)))
         state.chain_cost = p.chain_cost
-        state.last_chain.update({t: chains[c] for t, c in p.last_chain.items() if c in chains})
+        state.last_chain.update(p.last_chain)
     elif kind is Kind.REFLECTIONS:
         state.reflections = defaultdict(list, p.reflections)
         state.reflection_count = p.reflection_count
@@ -385,7 +336,7 @@ def restore(source: LocalSource) -> set[Kind]:
             tail = source.tails[kind]
             if not _still(mark, tail.path):
                 continue
-            _put(source.state, checkpoint.parts, kind)
+            _put(source.state, checkpoint.parts, kind, tail.display)
             listed, more = checkpoint.parts.problems.get(tail.display, ([], 0))
             source.state.restore_problems(tail.display, listed, more)
             tail.resume(Position((mark.dev, mark.ino), mark.offset, mark.line_no, mark.head,

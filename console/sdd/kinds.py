@@ -123,9 +123,10 @@ def _reset_archive(state: State, delta: Delta) -> None:
 
 
 def _add_chain(state: State, record: Any, display: str, line: int, delta: Delta) -> None:
-    old = state.chains.get(record.chain_id)
+    chains = state.chains  # (a property: a checkpoint's are decoded at the first ask)
+    old = chains.get(record.chain_id)
     state.chain_cost += record.total_cost_usd - (old.total_cost_usd if old else 0.0)
-    state.chains[record.chain_id] = record
+    chains[record.chain_id] = record
     state.last_chain[record.task_id] = record
     delta.touched.add(record.task_id)
     index = state.chains_by_task

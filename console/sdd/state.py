@@ -15,7 +15,6 @@ from typing import Any
 from console.model import (
     Approval,
     ArchiveRecord,
-    Chain,
     Decision,
     EngineEvent,
     EngineStatus,
@@ -35,12 +34,12 @@ from console.model import (
     Ticket,
 )
 from console.sdd import gate_frame, gate_lines, metric_codec, server_state
+from console.sdd.chain_state import ChainState
 from console.sdd.delta import Delta
 from console.sdd.fields import RecordError
 from console.sdd.gate_lines import GateStats, RawGateLine
 from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import Kind
-from console.sdd.problem_log import ProblemLog
 from console.sdd.tail import TailBatch, decode_block
 from console.sdd.tickets import TicketError
 
@@ -48,8 +47,9 @@ __all__ = ["Delta", "GateStats", "Section", "State"]
 
 MAX_ENGINE_EVENTS = 500
 
-class State(ProblemLog):
-    """The aggregate of every file kind; mutate only through `apply_*`."""
+class State(ChainState):
+    """The aggregate of every file kind; mutate only through `apply_*` (the chains'
+    part: sdd/chain_state.py)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -69,12 +69,6 @@ class State(ProblemLog):
         self.gate_ids: set[str] = set()  # task and gate ids gate_lines has checked
         self.gate_reports: dict[str, GateReport] = {}
         self.gate_stats: dict[str, GateStats] = defaultdict(GateStats)
-        self.chains: dict[str, Chain] = {}
-        self.chain_cost = 0.0  # total_cost_usd over every chain, kept as lines arrive
-        self.last_chain: dict[str, Chain] = {}  # task id → its latest chain
-        #: task id → its chains by id: built by `index_chains` (once a load ends), then
-        #: kept by the chain kind's add and reset (None: not built)
-        self.chains_by_task: dict[str, dict[str, Chain]] | None = None
         self.task_metrics: dict[str, TaskMetric] = {}
         self.reflections: dict[str, list[Reflection]] = defaultdict(list)
         self.reflection_count = 0
@@ -136,21 +130,6 @@ class State(ProblemLog):
             self._add_records(kind, display, records, delta)
         return delta
 
-    def chains_of(self, task_id: str) -> list[Chain]:
-        """A task's chains from cascade_chains.jsonl (a task's detail asks at every
-        redraw: a scan of 500,000 chains was 34 ms of the event loop at 10x)."""
-        return list(self.index_chains().get(task_id, {}).values())
-
-    def index_chains(self) -> dict[str, dict[str, Chain]]:
-        """`chains_by_task`, built now if it is not (the watcher builds it once a load
-        ends, on its thread: not at the first redraw, on the event loop)."""
-        index = self.chains_by_task
-        if index is None:
-            index = self.chains_by_task = {}
-            for chain in self.chains.values():
-                index.setdefault(chain.task_id, {})[chain.chain_id] = chain
-        return index
-
     def latest_gates(self, task_id: str) -> dict[str, GateLine]:
         """A task's latest quality_gates.jsonl line per gate (as of the last read that
         ended: gate_lines.latest)."""
@@ -202,11 +181,12 @@ class State(ProblemLog):
         for line, record in enumerate(records, first):
             add(self, record, display, line, delta)
 
-    def restore_task(self, task: Task) -> None:
-        """A task from a checkpoint (its problems come back with the file's)."""
-        self._drop_task(task.id)
-        self._state_counts[task.status] += 1
-        self.tasks[task.id] = task
+    def restore_tasks(self, tasks: dict[str, Task]) -> None:
+        """Tasks from a checkpoint, by id (their problems come back with the file's)."""
+        for task_id in tasks.keys() & self.tasks.keys():
+            self._drop_task(task_id)
+        self._state_counts.update(task.status for task in tasks.values())
+        self.tasks.update(tasks)
 
     def _put_task(self, task: Task, display: str, line: int | None, delta: Delta) -> None:
         self.check_task_state(task.id, task.status, display, line, delta)

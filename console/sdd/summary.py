@@ -14,7 +14,7 @@ def summarise(state: State) -> dict[str, Any]:
     ordered = {s.value: by_state[s.value] for s in TaskState if by_state[s.value]}
     ordered.update({k: v for k, v in sorted(by_state.items()) if k not in ordered})
     sla = Counter(event.event for event in state.sla_latest.values())
-    chains = state.chains.values()
+    chains, escalated = state.chain_stats()  # (a checkpoint's chains stay undecoded)
     pending = state.pending_proposals()
     return {
         "tasks": {"total": len(state.tasks), "by_state": ordered},
@@ -28,7 +28,7 @@ def summarise(state: State) -> dict[str, Any]:
                         for gate, counts in sorted(state.gate_counts.items())},
             "reports": len(state.gate_reports),
         },
-        "chains": {"total": len(state.chains), "escalated": sum(c.escalated for c in chains)},
+        "chains": {"total": chains, "escalated": escalated},
         "reflections": {"total": state.reflection_count},
         "reviews": {"total": state.review_count},
         "review_queue": [
