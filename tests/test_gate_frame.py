@@ -385,6 +385,33 @@ def test_polars_allocator_setting_is_not_left_for_the_processes_we_start() -> No
     assert "_RJEM_MALLOC_CONF" not in os.environ
 
 
+def test_polars_is_imported_once_when_threads_ask_at_once() -> None:
+    """Reads are prepared on several threads (sdd/frame_reads.py): the first import sets
+    the allocator's setting for its time alone, and no later call touches the
+    environment while Polars runs on another thread."""
+    code = """
+import os, sys, threading
+from console.sdd import gate_frame
+imports = []
+real = gate_frame._import_polars
+gate_frame._import_polars = lambda: imports.append(1) or real()
+seen = []
+start = threading.Barrier(8)
+def ask():
+    start.wait()
+    seen.append(gate_frame._polars())
+threads = [threading.Thread(target=ask) for _ in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+assert len(imports) == 1 and len({id(m) for m in seen}) == 1, (imports, seen)
+assert hasattr(seen[0], "read_ndjson") and "_RJEM_MALLOC_CONF" not in os.environ
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "ok"
+
+
 def test_frames_touch_their_tasks_once_when_the_read_ends(tmp_path: Path) -> None:
     """A console loading a large project makes each row again once for the gate lines,
     not at every 8 MB read (rows_for over every task, each time)."""

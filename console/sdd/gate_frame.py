@@ -37,6 +37,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import threading
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -73,6 +74,8 @@ _PATTERN = re.compile(r"\*|\^.*\$", re.DOTALL)
 #: gate_lines._plain_id for an ASCII id (a frame's text is ASCII): the line path says
 #: why one is not (every id of a frame is plain, so none is new and not plain)
 _PLAIN = "^[A-Za-z0-9]"
+_IMPORTING = threading.Lock()
+_LOADED: list[Any] = []  # Polars once imported (None: it is not installed)
 
 
 def _polars() -> Any:
@@ -80,6 +83,16 @@ def _polars() -> Any:
     # read freed stays in the peak while Python's records grow beside it; returned after
     # 100 ms instead, the peak of a 1M-line read is ~90 MB lower (benchmarks/full_read.py).
     # It reads the setting as Polars loads: the processes we start do not inherit it.
+    # Only the first call sets it, under a lock: reads are prepared on several threads
+    # (sdd/frame_reads.py), and the environment must not change under Polars running.
+    if not _LOADED:
+        with _IMPORTING:
+            if not _LOADED:
+                _LOADED.append(_import_polars())
+    return _LOADED[0]
+
+
+def _import_polars() -> Any:
     ours = "_RJEM_MALLOC_CONF" not in os.environ
     if ours:
         os.environ["_RJEM_MALLOC_CONF"] = (
