@@ -56,6 +56,7 @@ class ChainState(ProblemLog):
     def save_chains(self, saved: SavedChains) -> None:
         """A checkpoint's chains, into a State that has none yet."""
         self._chains.clear()
+        self.chains_by_task = None  # (built again when first asked)
         self._saved_chains = saved
 
     def chain_stats(self) -> tuple[int, int]:
