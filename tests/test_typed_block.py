@@ -87,7 +87,7 @@ CHAIN_LINE = odd_lines(GOOD_CHAIN, ODD_VALUES, JUNK, odd_one_in=21, drop_one_in=
 
 def _seen(state: State) -> dict[str, Any]:
     return {"chains": list(state.chains.items()), "cost": state.chain_cost,
-            "last": sorted(state.last_chain.items()),
+            "last": list(state.last_chain.items()),
             "problems": [(p.file, p.line, p.reason) for p in state.problems]}
 
 
@@ -129,6 +129,23 @@ def test_what_bernstein_writes_decodes_straight_into_chains(tmp_path: Path) -> N
     assert records[3].attempts[0].tokens_used == 10 and records[3].timestamp == 1767225600.0
     assert CHAINS.decode(data.replace(b'"T3"', b'"  "', 1), 1) is None  # blank: refused
     assert CHAINS.decode(b"\n" + data, 1) is None  # a blank line: line by line
+
+
+def test_a_block_of_new_chains_is_added_at_once_as_one_by_one(tmp_path: Path) -> None:
+    """kinds._add_chains: the chains, their costs summed in the same order (a float sum
+    depends on it), each task's latest chain, the touched tasks; then a block whose ids
+    are known already, one by one."""
+    rows = [{**PLAIN, "chain_id": f"c{i}", "task_id": f"T{i % 7}",
+             "total_cost_usd": 0.1 * (i % 13) + 1e-9 * i} for i in range(500)]
+    again = [{**PLAIN, "chain_id": f"c{i}", "task_id": "T9", "total_cost_usd": 3.3}
+             for i in range(0, 500, 50)]
+    first = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    assert CHAINS.decode(first, 1) is not None  # (the first read is one typed block)
+    (fast, fast_delta), (slow, slow_delta) = read_both(
+        tmp_path, "cascade_chains.jsonl", [json.dumps(r).encode() for r in rows + again],
+        Kind.CHAINS, step=len(first))
+    assert _seen(fast) == _seen(slow)
+    assert fast_delta.touched == slow_delta.touched == {f"T{i}" for i in (*range(7), 9)}
 
 
 # -- runtime/tasks.jsonl ---------------------------------------------------------------

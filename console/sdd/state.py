@@ -177,6 +177,9 @@ class State(ChainState):
         spec = KINDS[kind]
         if records and kind is not Kind.TASKS:
             delta.sections.add(spec.section)
+        if spec.add_many is not None:
+            spec.add_many(self, display, first, records, delta)
+            return
         add = spec.add
         for line, record in enumerate(records, first):
             add(self, record, display, line, delta)
