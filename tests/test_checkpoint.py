@@ -161,7 +161,22 @@ def test_saved_chains_that_cannot_be_decoded_are_a_problem_not_a_crash() -> None
     assert state.chain_stats() == (3, 1)
     assert state.chains == {} and state.chain_stats() == (0, 0)
     assert [(p.file, p.reason) for p in state.problems] == [
-        (".sdd/" + CHAINS, "checkpoint unreadable: truncated msgpack")]
+        (".sdd/" + CHAINS, "the checkpoint's chains are unreadable (truncated msgpack): "
+                           "read again at the next start")]
+
+
+def test_chains_that_could_not_be_decoded_are_read_cold_at_the_next_start(
+        project: Path) -> None:
+    _checkpointed(project)
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    assert source.state._saved_chains is not None
+    source.state.save_chains(SavedChains(".sdd/" + CHAINS, 1, 0, lambda: [][1]))
+    assert source.state.chains == {} and source.state.chains_lost
+    assert source.save_checkpoint(force=True)  # (everything else is kept)
+    after, warm = _warm(project)
+    assert Kind.CHAINS not in after.restored and Kind.TASKS in after.restored
+    assert warm == _cold(project)
 
 
 def _rewrite_same_size(path: Path) -> None:

@@ -36,6 +36,8 @@ class ChainState(ProblemLog):
         #: task id → its chains by id: built by `index_chains` (once a load ends), then
         #: kept by the chain kind's add and reset (None: not built)
         self.chains_by_task: dict[str, dict[str, Chain]] | None = None
+        #: a checkpoint's chains could not be decoded: the file is read cold next time
+        self.chains_lost = False
 
     @property
     def chains(self) -> dict[str, Chain]:
@@ -48,7 +50,9 @@ class ChainState(ProblemLog):
             try:
                 chains = saved.decode()
             except Exception as exc:  # (sealed by this version: never, but never a crash)
-                self._problem(Problem(saved.file, None, f"checkpoint unreadable: {exc}"))
+                self._problem(Problem(saved.file, None, f"the checkpoint's chains are "
+                                      f"unreadable ({exc}): read again at the next start"))
+                self.chains_lost = True  # (the next checkpoint leaves the file out)
                 chains = []
             self._chains = {chain.chain_id: chain for chain in chains} | self._chains
         return self._chains

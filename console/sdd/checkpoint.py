@@ -252,7 +252,9 @@ def save(source: LocalSource) -> bool:
     data = bytearray(head)  # (the body encoded after room for the magic and the MAC:
     # one buffer of the checkpoint's size, not three; the console's peak is 40 MB less)
     with source.lock:
-        marks = [m for kind, tail in source.tails.items() if (m := _mark(kind, tail))]
+        lost = {Kind.CHAINS} if source.state.chains_lost else set()  # (read cold next)
+        marks = [m for kind, tail in source.tails.items()
+                 if kind not in lost and (m := _mark(kind, tail))]
         _ENCODER.encode_into(Checkpoint(str(source.paths.root), marks, _parts(source.state),
                                         *saved_files(source)), data, head)
     with memoryview(data) as view:
