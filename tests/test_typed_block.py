@@ -129,6 +129,8 @@ def test_what_bernstein_writes_decodes_straight_into_chains(tmp_path: Path) -> N
     assert records[3].attempts[0].tokens_used == 10 and records[3].timestamp == 1767225600.0
     assert CHAINS.decode(data.replace(b'"T3"', b'"  "', 1), 1) is None  # blank: refused
     assert CHAINS.decode(b"\n" + data, 1) is None  # a blank line: line by line
+    assert CHAINS.decode(data, 1, 500) == records  # (the tail's count of its lines)
+    assert CHAINS.decode(data, 1, 501) is None  # (one line the decoder did not see)
 
 
 def test_a_block_of_new_chains_is_added_at_once_as_one_by_one(tmp_path: Path) -> None:

@@ -120,7 +120,8 @@ class State(ChainState):
                 delta.sections.add(spec.section)
                 continue
             if (whole and spec.typed is not None
-                    and (typed := spec.typed.decode(block.data, block.first)) is not None):
+                    and (typed := spec.typed.decode(block.data, block.first,
+                                                    block.lines)) is not None):
                 self._add_typed(kind, display, block.first, typed, delta)
                 continue
             records, problems = decode_block(block, display, batch.max_line_bytes)

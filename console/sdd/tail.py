@@ -68,11 +68,12 @@ _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
 _BLANK_FIRST = re.compile(rb"[ \t\r]*\n")
 
 
-def whole_lines(data: bytes, values: list[Any]) -> bool:
+def whole_lines(data: bytes, values: list[Any], lines: int | None = None) -> bool:
     """`values` (msgspec's decode_lines of `data`) are exactly one per line: as many as
-    newlines and no blank line (which it skips; two objects on one line it splits)."""
-    return (len(values) == data.count(b"\n") and _BLANK_FIRST.match(data) is None
-            and _BLANK_LINE.search(data) is None)
+    newlines (`lines`, when the caller counted them) and no blank line (which it skips;
+    two objects on one line it splits)."""
+    return (len(values) == (data.count(b"\n") if lines is None else lines)
+            and _BLANK_FIRST.match(data) is None and _BLANK_LINE.search(data) is None)
 
 
 def decode_line(raw: bytes, first: bool = False) -> dict[str, Any] | str:

@@ -45,15 +45,17 @@ class TypedBlock(msgspec.Struct, frozen=True):
     def decoder(self) -> msgspec.json.Decoder[Any]:
         return _decoder(self.wire)
 
-    def decode(self, data: bytes, first_line: int) -> list[Any] | None:
-        """The records of a block of whole lines, or None (decode it line by line)."""
+    def decode(self, data: bytes, first_line: int, lines: int | None = None
+               ) -> list[Any] | None:
+        """The records of a block of whole lines (`lines` of them, when the caller
+        counted: a tail's Block has), or None (decode it line by line)."""
         if first_line == 1 and data.startswith(BOM):
             return None
         try:
             values = self.decoder().decode_lines(data)
         except (msgspec.MsgspecError, ValueError, RecursionError):
             return None
-        if not whole_lines(data, values):
+        if not whole_lines(data, values, lines):
             return None
         return self.finish(values)
 
