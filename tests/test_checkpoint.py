@@ -172,11 +172,15 @@ def test_chains_that_could_not_be_decoded_are_read_cold_at_the_next_start(
     source.load()
     assert source.state._saved_chains is not None
     source.state.save_chains(SavedChains(".sdd/" + CHAINS, 1, 0, lambda: [][1]))
-    assert source.state.chains == {} and source.state.chains_lost
-    assert source.save_checkpoint(force=True)  # (everything else is kept)
+    assert source.save_checkpoint(force=True)  # (the save is the first to decode them)
+    assert source.state.chains_lost and source.state.chains == {}
     after, warm = _warm(project)
     assert Kind.CHAINS not in after.restored and Kind.TASKS in after.restored
     assert warm == _cold(project)
+    path = project / ".sdd" / CHAINS  # (the file read from its start: nothing lost)
+    path.write_bytes(path.read_bytes()[:path.read_bytes().index(b"\n") + 1])
+    source.refresh([path])
+    assert not source.state.chains_lost and len(source.state.chains) == 1
 
 
 def _rewrite_same_size(path: Path) -> None:

@@ -53,6 +53,29 @@ def _gates(root: Path, count: int = 900, bad_every: int = 0) -> Path:
     return path
 
 
+def _fail(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, nth: int,
+          message: str) -> list[int]:
+    """`owner.name` raises RuntimeError(message) at its `nth` call; the calls, counted."""
+    real = getattr(owner, name)
+    calls: list[int] = []
+
+    def failing(self: object, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == nth:
+            raise RuntimeError(message)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, failing)
+    return calls
+
+
+def _folded_to_offset(source: LocalSource, path: Path) -> int:
+    """The gate lines the State holds: every one before the tail's offset."""
+    runs = sum(stats.runs for stats in source.state.gate_stats.values())
+    assert runs == path.read_bytes()[:source.tails[Kind.GATE_LINES].offset].count(b"\n")
+    return runs
+
+
 def _named(state: State) -> dict[str, object]:
     """_seen, each problem's file by its name (as tail_read.read_kind names it)."""
     seen = _seen(state)
@@ -108,32 +131,61 @@ def test_a_stop_folds_every_read_the_tail_is_past(tmp_path: Path) -> None:
 
     source.load_kinds([])  # (nothing: the tails are fresh)
     source._read_all(Kind.GATE_LINES, step)
-    offset = source.tails[Kind.GATE_LINES].offset
-    assert 0 < offset < path.stat().st_size  # (stopped before the end ...)
-    runs = sum(stats.runs for stats in source.state.gate_stats.values())
-    assert runs == path.read_bytes()[:offset].count(b"\n")  # (... with every line read)
+    assert source.tails[Kind.GATE_LINES].offset < path.stat().st_size  # (stopped early
+    assert _folded_to_offset(source, path) > 0  # ... with every line it read folded)
 
 
 def test_a_read_that_fails_is_the_files_problem_and_what_came_before_stays(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _gates(tmp_path)
-    real = JsonlTail.read
-    calls: list[int] = []
-
-    def failing(self: JsonlTail, *args: object, **kwargs: object) -> object:
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("the disk said no")
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(JsonlTail, "read", failing)
+    _fail(monkeypatch, JsonlTail, "read", 3, "the disk said no")
     source = LocalSource(tmp_path, checkpoint_after=None)
     source._read_all(Kind.GATE_LINES, lambda delta: None)
     assert [(p.file, p.reason) for p in source.state.problems] == [
         (".sdd/metrics/quality_gates.jsonl", "unreadable: RuntimeError: the disk said no")]
-    runs = sum(stats.runs for stats in source.state.gate_stats.values())
-    offset = source.tails[Kind.GATE_LINES].offset
-    assert runs == path.read_bytes()[:offset].count(b"\n") > 0  # (the two reads before)
+    assert _folded_to_offset(source, path) > 0  # (the two reads before)
+
+
+def test_a_step_that_raises_still_leaves_every_read_taken_folded(tmp_path: Path) -> None:
+    path = _gates(tmp_path)
+    source = LocalSource(tmp_path, checkpoint_after=None)
+
+    def step(delta: object) -> None:
+        raise RuntimeError("the console's handler failed")
+
+    with pytest.raises(RuntimeError):
+        source._read_all(Kind.GATE_LINES, step)
+    assert source.tails[Kind.GATE_LINES].offset < path.stat().st_size
+    assert _folded_to_offset(source, path) > 0 and source._ahead.bytes == 0
+
+
+def test_a_fold_that_fails_stops_the_reads_after_it(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As one read after the other stops at a read the State could not take."""
+    path = _gates(tmp_path)
+    calls = _fail(monkeypatch, State, "apply_jsonl", 2, "a bug in a fold")
+    source = LocalSource(tmp_path, checkpoint_after=None)
+    problems: list[str] = []
+    source._read_all(Kind.GATE_LINES, lambda delta: problems.extend(
+        p.reason for p in source.state.problems))
+    assert "unreadable: RuntimeError: a bug in a fold" in problems
+    assert source.tails[Kind.GATE_LINES].offset < path.stat().st_size
+    assert len(calls) <= frame_reads.DEPTH + 1 and source._ahead.bytes == 0
+
+
+def test_a_prepare_that_raises_one_read_at_a_time_leaves_its_lines_to_the_block_path(
+        tmp_path: Path) -> None:
+    path = _gates(tmp_path, count=20)
+    real = KINDS[Kind.GATE_LINES].frame
+    assert real is not None
+
+    def broken(blocks: list, longest: int) -> object:
+        raise RuntimeError("a Polars error no one foresaw")
+
+    tail = JsonlTail(path, path.name)
+    done = frame_reads.read(tail, FrameReader(broken, real.apply), None)
+    assert done.error is None and done.prepared is None and done.batch is not None
+    assert sum(block.lines for block in done.batch.blocks) == 20
 
 
 def test_a_prepare_that_raises_leaves_its_lines_to_the_block_path(tmp_path: Path) -> None:

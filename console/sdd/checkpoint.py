@@ -252,10 +252,12 @@ def save(source: LocalSource) -> bool:
     data = bytearray(head)  # (the body encoded after room for the magic and the MAC:
     # one buffer of the checkpoint's size, not three; the console's peak is 40 MB less)
     with source.lock:
-        lost = {Kind.CHAINS} if source.state.chains_lost else set()  # (read cold next)
+        parts = _parts(source.state)  # (first: it decodes a checkpoint's chains, and a
+        # decode that fails leaves the chains file out: read cold at the next start)
+        lost = {Kind.CHAINS} if source.state.chains_lost else set()
         marks = [m for kind, tail in source.tails.items()
                  if kind not in lost and (m := _mark(kind, tail))]
-        _ENCODER.encode_into(Checkpoint(str(source.paths.root), marks, _parts(source.state),
+        _ENCODER.encode_into(Checkpoint(str(source.paths.root), marks, parts,
                                         *saved_files(source)), data, head)
     with memoryview(data) as view:
         data[:head] = MAGIC + sealed.mac(key, view[head:], SCHEMA)

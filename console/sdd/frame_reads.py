@@ -20,7 +20,7 @@ import contextlib
 import os
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -59,11 +59,13 @@ def read(tail: JsonlTail, frame: FrameReader | None, max_bytes: int | None) -> R
     """The next read of `tail` (at most `max_bytes`), prepared when its kind has a frame."""
     try:
         batch = tail.read(max_bytes, blocks=True)
-        prepared = (frame.prepare(batch.blocks, batch.max_line_bytes)
-                    if frame is not None and batch.blocks else None)
     except Exception as exc:
         return Read(error=exc)
-    return Read(batch, prepared)
+    done = Read(batch)
+    if frame is not None and batch.blocks:  # (should prepare raise: the block path, as
+        with contextlib.suppress(Exception):  # for None; the tail is past the lines)
+            done.prepared = frame.prepare(batch.blocks, batch.max_line_bytes)
+    return done
 
 
 def worth_pipelining(tail: JsonlTail, step_bytes: int) -> bool:
@@ -74,20 +76,47 @@ def worth_pipelining(tail: JsonlTail, step_bytes: int) -> bool:
         return False
 
 
+def fold_pipelined(tail: JsonlTail, frame: FrameReader, step_bytes: int,
+                   stop: threading.Event, ahead: Ahead,
+                   fold: Callable[[Read], tuple[Any, bool]],
+                   step: Callable[[Any], object]) -> None:
+    """Every read of `pipelined` folded (`fold`: its delta, and False when it failed)
+    and its delta handed to `step`, in order. A fold that fails stops the reads taken
+    after it, as one read after the other stops at it; a step that raises too, and it
+    raises once the reads already taken are folded (the tail is past them)."""
+    halt = threading.Event()
+    raised: Exception | None = None
+    for done in pipelined(tail, frame, step_bytes, stop, ahead, halt):
+        delta, ok = fold(done)
+        if not ok:
+            halt.set()
+        if raised is None:
+            try:
+                step(delta)
+            except Exception as exc:
+                raised = exc
+                halt.set()
+    if raised is not None:
+        raise raised
+
+
 def pipelined(tail: JsonlTail, frame: FrameReader, step_bytes: int,
-              stop: threading.Event, ahead: Ahead | None = None) -> Iterator[Read]:
-    """`tail`'s reads of `step_bytes` to its end (or to `stop`), in order, prepared by
-    worker threads while the next are read; `ahead` counts the bytes read and not yet
-    handed on (a read's until the caller asks for the next)."""
+              stop: threading.Event, ahead: Ahead | None = None,
+              halt: threading.Event | None = None) -> Iterator[Read]:
+    """`tail`'s reads of `step_bytes` to its end (or to `stop`, or `halt`), in order,
+    prepared by worker threads while the next are read; `ahead` counts the bytes read
+    and not yet handed on (a read's until the caller asks for the next)."""
     from concurrent.futures import ThreadPoolExecutor  # (logging and more: 3 ms, only
     # for a large read, not at every start)
 
     ahead = ahead or Ahead()
+    halt = halt or threading.Event()
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="frame-read") as pool:
         flight: deque[tuple[Read, Future[Any] | None, int]] = deque()
         more = True
         while True:
-            while more and len(flight) < DEPTH and not stop.is_set():
+            while (more and len(flight) < DEPTH and not stop.is_set()
+                   and not halt.is_set()):
                 before = tail.offset
                 try:
                     batch = tail.read(step_bytes, blocks=True)

@@ -167,6 +167,7 @@ def _reset_chains(state: State, delta: Delta) -> None:
     delta.touched |= {chain.task_id for chain in state.chains.values()}
     state.chains.clear()
     state.chains_by_task = None
+    state.chains_lost = False  # (read from the file's start again)
     state.last_chain.clear()
     state.chain_cost = 0.0
 

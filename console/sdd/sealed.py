@@ -103,12 +103,14 @@ def _read_macing(fd: int, data: memoryview, start: int, sealer: hmac.HMAC) -> in
     reader.start()
     done = start
     read = 0
-    while (end := ends.get()) is not None:
-        read = end
-        if end > done:
-            sealer.update(data[done:end])
-            done = end
-    reader.join()
+    try:
+        while (end := ends.get()) is not None:
+            read = end
+            if end > done:
+                sealer.update(data[done:end])
+                done = end
+    finally:
+        reader.join()  # (before the caller closes the fd it reads)
     return read
 
 

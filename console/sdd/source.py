@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,21 +112,23 @@ class LocalSource:
 
     def _read_jsonl(self, kind: Kind, max_bytes: int | None = None) -> tuple[Delta, bool]:
         done = frame_reads.read(self.tails[kind], KINDS[kind].frame, max_bytes)
-        return self._fold(kind, done), done.batch is not None and done.batch.more
+        delta, ok = self._fold(kind, done)
+        return delta, ok and done.batch is not None and done.batch.more
 
-    def _fold(self, kind: Kind, done: frame_reads.Read) -> Delta:
-        """A read of a JSONL kind into the State (what it raised: the file's problem)."""
+    def _fold(self, kind: Kind, done: frame_reads.Read) -> tuple[Delta, bool]:
+        """A read of a JSONL kind into the State; False when it failed (what it raised:
+        the file's problem)."""
         display = self.tails[kind].display
         try:
             if done.error is not None:
                 raise done.error
             assert done.batch is not None
             with self.lock:
-                return self.state.apply_jsonl(kind, display, done.batch, done.prepared)
+                return self.state.apply_jsonl(kind, display, done.batch, done.prepared), True
         except Exception as exc:
             with self.lock:
                 return self.state.set_file_error(
-                    display, f"unreadable: {type(exc).__name__}: {exc}")
+                    display, f"unreadable: {type(exc).__name__}: {exc}"), False
 
     def _guarded(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
         """One file's read; anything unexpected becomes that file's problem, not a crash."""
@@ -268,9 +271,8 @@ class LocalSource:
         frame = KINDS[kind].frame
         if frame is not None and frame_reads.worth_pipelining(self.tails[kind],
                                                               LOAD_STEP_BYTES):
-            for done in frame_reads.pipelined(self.tails[kind], frame, LOAD_STEP_BYTES,
-                                              self._stop, self._ahead):
-                step(self._fold(kind, done))
+            frame_reads.fold_pipelined(self.tails[kind], frame, LOAD_STEP_BYTES, self._stop,
+                                       self._ahead, partial(self._fold, kind), step)
         else:
             more = True
             while more and not self._stop.is_set():

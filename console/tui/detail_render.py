@@ -91,7 +91,7 @@ def chain_view(state: State, task: Task) -> RenderableType:
     if running:
         parts.append(Text("Current chain (live)", style="bold"))
         parts.append(_attempt_rows(running))
-    for chain in sorted(finished, key=lambda c: (c.timestamp or 0.0, c.chain_id)):
+    for chain in sorted(finished, key=lambda c: c.timestamp or 0):  # (ties: file order)
         outcome = "succeeded" if chain.succeeded else "gave up"
         parts.append(Text(f"\nChain {display_text(chain.chain_id)}: {outcome} on "
                           f"{display_text(chain.final_model)} · "
