@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -18,3 +19,24 @@ def user_state_dir() -> Path:
     checkpoint key."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "bernstein-tui"
+
+
+def user_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/bernstein-tui`, else `~/.cache/bernstein-tui`: what the console
+    keeps of a project that is not the project's (checkpoints), so looking at a project
+    writes nothing into it (DESIGN §7 "Looking changes nothing")."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bernstein-tui"
+
+
+def private_dir(path: Path) -> Path:
+    """`path` made (with its parents) as a directory only this user may enter (0700);
+    an existing one is left as it is unless it is this user's and open to others, then
+    it is closed. OSError when it cannot be made or is not a real directory."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(f"{path}: not a directory")
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
