@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import REPO, Figure, workdir
+from console.sdd.paths import SddPaths
 
 FLOOR = r"""
 import os, sys, time
@@ -69,8 +70,18 @@ def _project(factor: float, shape: str = "1.9.3") -> Path:
     return root
 
 
+def _cache_home() -> Path:
+    return workdir() / "cache-home"
+
+
+def _checkpoint(root: Path) -> Path:
+    """Where the runs' checkpoint of `root` is (SddPaths.checkpoint, under their cache)."""
+    return _cache_home() / "bernstein-tui" / "checkpoints" / SddPaths(root).checkpoint.name
+
+
 def _run(script: str, root: Path, *args: str) -> list[float]:
-    env = {**os.environ, "XDG_STATE_HOME": str(workdir() / "state-home")}  # its own key
+    env = {**os.environ, "XDG_STATE_HOME": str(workdir() / "state-home"),  # its own key
+           "XDG_CACHE_HOME": str(_cache_home())}  # and checkpoints
     out = subprocess.run([sys.executable, "-c", script, str(root), *args], env=env,
                          capture_output=True, text=True, timeout=3600, cwd=REPO,
                          check=True).stdout
@@ -104,7 +115,7 @@ def run(quick: bool) -> list[Figure]:
                       [r[0] for r in warm_runs], target="≤ 0.25x the floor",
                       notes={"rss_mb": round(max(r[1] for r in warm_runs) / 1024),
                              "checkpoint_mb": round(
-                                 (root / ".sdd/caching/console/state.ckpt").stat().st_size
+                                 _checkpoint(root).stat().st_size
                                  / 1e6),
                              "ratio_vs_floor": round(
                                  statistics.median(r[0] for r in warm_runs) / floor.median,

@@ -18,6 +18,10 @@ import pytest
 CONFIG_HOME = Path(tempfile.mkdtemp(prefix="bernstein-tui-tests-config-"))
 os.environ["XDG_CONFIG_HOME"] = str(CONFIG_HOME)
 atexit.register(shutil.rmtree, CONFIG_HOME, ignore_errors=True)
+# ... and the checkpoints the consoles and `status` runs write, never the user's ~/.cache
+CACHE_HOME = Path(tempfile.mkdtemp(prefix="bernstein-tui-tests-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(CACHE_HOME)
+atexit.register(shutil.rmtree, CACHE_HOME, ignore_errors=True)
 
 from console.sdd.skeleton import init_project  # noqa: E402
 from console.sdd.trust import trust  # noqa: E402

@@ -6,8 +6,10 @@ is ignored."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +33,7 @@ GATES = Kind.GATE_LINES.value
 @pytest.fixture(autouse=True)
 def _own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-home"))
 
 
 @pytest.fixture
@@ -287,8 +290,7 @@ def test_only_files_their_listing_gives_are_put_back(project: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
         info = os.stat(path)
-        saved[display] = SavedReport(display, (info.st_ino, info.st_size, info.st_mtime_ns,
-                                               info.st_mode), some)
+        saved[display] = SavedReport(display, source_module._signature(info), some)
     fresh = LocalSource(project, checkpoint_after=None)
     fresh.saved_files[Kind.GATE_REPORT] = saved
     fresh.load()
@@ -328,13 +330,35 @@ def test_a_checkpoint_not_ours_as_written_is_ignored(project: Path, how: str) ->
 
 
 def test_no_checkpoint_is_written_through_a_link(project: Path, tmp_path: Path) -> None:
+    """The checkpoints' directory (this user's cache) that is a link is not written
+    through: nothing lands where it points."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    (project / ".sdd" / "caching" / "console").symlink_to(outside)
+    directory = SddPaths(project).checkpoint.parent
+    directory.parent.mkdir(parents=True)
+    directory.symlink_to(outside)
     source = LocalSource(project, checkpoint_after=0)
     source.load()
     assert not source.save_checkpoint(force=True)
     assert list(outside.iterdir()) == []
+
+
+def test_the_checkpoint_is_this_users_keyed_by_the_real_path(project: Path,
+                                                             tmp_path: Path) -> None:
+    """One file a project in $XDG_CACHE_HOME/bernstein-tui/checkpoints/, named by the
+    sha256 of its real path (a link to the project finds the same one), private to this
+    user; nothing of it in the project."""
+    link = tmp_path / "link-to-project"
+    link.symlink_to(project)
+    _checkpointed(link)
+    real = hashlib.sha256(os.fsencode(os.path.realpath(project))).hexdigest()
+    path = Path(os.environ["XDG_CACHE_HOME"]) / "bernstein-tui" / "checkpoints" / (
+        real + ".ckpt")
+    assert SddPaths(project).checkpoint == SddPaths(link).checkpoint == path
+    assert path.is_file() and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert not (project / ".sdd" / "caching" / "console").exists()
+    assert _warm(project)[0].restored
 
 
 def test_a_small_project_gets_no_checkpoint(project: Path) -> None:

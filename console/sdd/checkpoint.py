@@ -1,16 +1,20 @@
 """A checkpoint of what the full read derived (#22.2): the State's JSONL parts and where
 each file's tail stood, so the next start reads only what was appended since.
 
-Written atomically to `.sdd/caching/console/state.ckpt` (on quit, and at quiet
-moments once enough was read since the last one); read on start by the console and
-`status --json`. A file resumes from its offset only when it is still the same file —
-same device and inode, no smaller, the same mtime if the same size, the same first
-bytes and the same last 4 KB before the offset — else its kind is read from the start.
+Written atomically to this user's cache, `$XDG_CACHE_HOME/bernstein-tui/checkpoints/
+<sha256 of the project's real path>.ckpt` (SddPaths.checkpoint), never into the
+project: a console that only looks, and `status`, write nothing there (DESIGN §7). On
+quit, and at quiet moments once enough was read since the last one; read on start by
+the console and `status --json`. A file resumes from its offset only when it is still
+the same file — same device and inode, no smaller, the same mtime if the same size, the
+same first bytes and the same last 4 KB before the offset — else its kind is read from
+the start.
 
-The checkpoint lives in the project, which anyone may write, so it is never trusted:
-it is msgpack decoded into the exact record types (no pickle, nothing that runs), and it
-is sealed with this user's key (sdd/sealed.py): one written by anyone else, by another
-version (its schema is in the MAC) or damaged is ignored, and the read starts cold.
+What it holds was read from files anyone may write, and the cache is only a cache, so
+it is never trusted: it is msgpack decoded into the exact record types (no pickle,
+nothing that runs), and it is sealed with this user's key (sdd/sealed.py): one written
+by anyone else, by another version (its schema is in the MAC), for another project or
+damaged is ignored, and the read starts cold.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from console.sdd.fileio import atomic_write_bytes
 from console.sdd.gate_lines import GATE_RECENT, GateStats, RawGateLine
 from console.sdd.paths import JSONL_KINDS, Kind
 from console.sdd.tail import Position
+from console.sdd.user_dirs import private_dir
 
 if TYPE_CHECKING:
     from console.sdd.source import LocalSource
@@ -262,8 +267,9 @@ def save(source: LocalSource) -> bool:
     with memoryview(data) as view:
         data[:head] = MAGIC + sealed.mac(key, view[head:], SCHEMA)
     target = source.paths.checkpoint
-    try:  # refused through a symbolic link anywhere below .sdd/ (fileio's check)
-        atomic_write_bytes(target, data)
+    try:  # (in a directory of this user's alone, never the project: see the top)
+        private_dir(target.parent)
+        atomic_write_bytes(target, data, mode=0o600)
     except OSError:
         return False
     return True

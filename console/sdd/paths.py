@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
 import msgspec
+
+from console.sdd.user_dirs import user_cache_dir
 
 
 class Kind(StrEnum):
@@ -74,8 +77,15 @@ class SddPaths(msgspec.Struct, frozen=True):
 
     @property
     def checkpoint(self) -> Path:
-        """The console's checkpoint of what it read (sdd/checkpoint.py)."""
-        return self.sdd / "caching" / "console" / "state.ckpt"
+        """The console's checkpoint of what it read (sdd/checkpoint.py): in this user's
+        cache, never in the project (looking at a project writes nothing into it, and
+        what is in it is anyone's: DESIGN §7), one file a project, named by the sha256
+        of the project's real path. (One left in `.sdd/caching/console/` by an older
+        version is never read, nor removed.)"""
+        import hashlib  # (4 ms: only once there may be a checkpoint to read or write)
+
+        real = os.fsencode(os.path.realpath(self.root))
+        return user_cache_dir() / "checkpoints" / f"{hashlib.sha256(real).hexdigest()}.ckpt"
 
     def display(self, path: Path) -> str:
         """A path as shown to the operator: relative to the project when inside it."""

@@ -2,10 +2,11 @@
 
 The MAC is HMAC-SHA256 over a schema (what version of what wrote the body) and the
 body, made with a key only this user can read (`$XDG_STATE_HOME/bernstein-tui/
-checkpoint.key`, 0600, made on first use). A project's files are anyone's to write, so
-a body is trusted only when its MAC holds: one written by anyone else, by another
-schema, or damaged is refused whole, before any of it is decoded (a crafted body could
-be a memory bomb). SHA-256 rather than BLAKE2b for its speed where the CPU has SHA
+checkpoint.key`, 0600, made on first use). What a body holds came from a project's
+files, which are anyone's to write, and a cache can be anyone's copy, so a body is
+trusted only when its MAC holds: one written by anyone else, by another schema, or
+damaged is refused whole, before any of it is decoded (a crafted body could be a memory
+bomb). SHA-256 rather than BLAKE2b for its speed where the CPU has SHA
 instructions: 2x on these machines.
 
 A sealed file is read and MAC'd at once: a thread reads the next megabytes while the

@@ -243,8 +243,9 @@ class LocalSource:
                 on_step(delta)
             total.merge(delta)
 
-        if self.checkpoint_after is not None:
-            step(self._restore())
+        if self.checkpoint_after is not None and self._load_total:
+            step(self._restore())  # (no JSONL: no checkpoint worth a look; an empty
+            # project's first paint neither hashes its path nor imports the module)
 
         delta, more = self._read_jsonl(Kind.TASKS, FIRST_TASKS_BYTES)
         step(delta)
