@@ -6,9 +6,10 @@ Written atomically to this user's cache, `$XDG_CACHE_HOME/bernstein-tui/checkpoi
 project: a console that only looks, and `status`, write nothing there (DESIGN §7). On
 quit, and at quiet moments once enough was read since the last one; read on start by
 the console and `status --json`. A file resumes from its offset only when it is still
-the same file — same device and inode, no smaller, the same mtime if the same size, the
-same first bytes and the same last 4 KB before the offset — else its kind is read from
-the start.
+the same file — same device and inode, no smaller, the same mtime and ctime if the same
+size (an in-place rewrite that puts the mtime back still moves the ctime), the same
+first bytes and the same last 4 KB before the offset — else its kind is read from the
+start.
 
 What it holds was read from files anyone may write, and the cache is only a cache, so
 it is never trusted: it is msgpack decoded into the exact record types (no pickle,
@@ -77,6 +78,7 @@ class Mark(msgspec.Struct, frozen=True):
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
     offset: int
     line_no: int
     head: bytes
@@ -196,7 +198,7 @@ def _mark(kind: Kind, tail: JsonlTail) -> Mark | None:
                 != state.probe):
             return None  # changed since it was read: what the State holds is not in it
         return Mark(kind.name, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-                    state.offset, state.line_no, state.head,
+                    info.st_ctime_ns, state.offset, state.line_no, state.head,
                     _probe_sha(fd, state.offset), state.pending, state.skipping)
     finally:
         os.close(fd)
@@ -212,7 +214,9 @@ def _still(mark: Mark, path: Path) -> bool:
         info = os.fstat(fd)
         return ((info.st_dev, info.st_ino) == (mark.dev, mark.ino)
                 and info.st_size >= mark.offset
-                and (info.st_size != mark.size or info.st_mtime_ns == mark.mtime_ns)
+                and (info.st_size != mark.size  # (grown: appended to, read from offset)
+                     or (info.st_mtime_ns, info.st_ctime_ns) == (mark.mtime_ns,
+                                                                 mark.ctime_ns))
                 and os.pread(fd, len(mark.head), 0) == mark.head
                 and hmac.compare_digest(_probe_sha(fd, mark.offset), mark.probe_sha))
     except OSError:

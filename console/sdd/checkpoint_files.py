@@ -1,6 +1,7 @@
 """The whole files in a checkpoint (sdd/checkpoint.py): each gate report
 (`runtime/gates/<task>.json`) and backlog ticket read without a problem, kept with the
-signature its file had when it was read (inode, size, mtime, mode).
+signature its file had when it was read (source.Signature: device, inode, size,
+mtime, ctime, mode).
 
 On start each directory is listed as usual (LocalSource._sync_dir), and a file whose
 listing shows the signature it had is put back instead of read — as the quiet-time poll
@@ -18,6 +19,7 @@ import msgspec
 
 from console.model import GateReport, Ticket
 from console.sdd.paths import Kind
+from console.sdd.source import Signature
 
 if TYPE_CHECKING:
     from console.sdd.delta import Delta
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 class SavedReport(msgspec.Struct, frozen=True, array_like=True):
     display: str  # the file, as the State names it (under runtime/gates/)
-    signature: tuple[int, int, int, int]
+    signature: Signature
     report: GateReport
 
     def put(self, state: State) -> Delta:
@@ -36,7 +38,7 @@ class SavedReport(msgspec.Struct, frozen=True, array_like=True):
 
 class SavedTicket(msgspec.Struct, frozen=True, array_like=True):
     display: str  # (under backlog/open/)
-    signature: tuple[int, int, int, int]
+    signature: Signature
     ticket: Ticket
 
     def put(self, state: State) -> Delta:
@@ -54,7 +56,7 @@ def saved_files(source: LocalSource) -> tuple[list[SavedReport], list[SavedTicke
     files = state.gate_report_files()
     files_of_task = Counter(files.values())
 
-    def signed(display: str) -> tuple[int, int, int, int] | None:
+    def signed(display: str) -> Signature | None:
         if display in problems:
             return None
         return signatures.get(str(source.paths.root / display))

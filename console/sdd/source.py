@@ -43,11 +43,16 @@ HOLD_FOR_PAINT_S = 1.0  # ... but never longer than this
 #: projects read fast enough cold and never get one)
 CHECKPOINT_AFTER_BYTES = 4 * 1024 * 1024
 
-Signature = tuple[int, int, int, int]
+#: what says a whole file is unchanged since it was read (here and in a checkpoint): its
+#: device, inode, size, mtime, ctime and mode. The ctime because the mtime is anyone's to
+#: set (os.utime): a file rewritten in place to the same size with its mtime put back
+#: still has a new ctime, which only the kernel sets.
+Signature = tuple[int, int, int, int, int, int]
 
 
 def _signature(info: os.stat_result) -> Signature:
-    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+            info.st_mode)
 
 
 class LocalSource:
@@ -140,7 +145,7 @@ class LocalSource:
                     self.paths.display(path), f"unreadable: {type(exc).__name__}: {exc}")
 
     def _read_if_changed(self, path: Path, read: Callable[[Path], Delta]) -> Delta:
-        """Re-read a whole-file kind only when its inode, size or mtime changed."""
+        """Re-read a whole-file kind only when its signature changed."""
         key = str(path)
         try:
             signature: Signature | None = _signature(os.stat(path))
