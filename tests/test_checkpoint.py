@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -418,3 +419,24 @@ def test_the_watcher_checkpoints_what_it_read_when_it_stops(project: Path) -> No
     source.stop(timeout=30)
     assert SddPaths(project).checkpoint.is_file()
     assert _warm(project)[0].restored
+
+
+def test_the_cache_keeps_recent_checkpoints_within_its_size(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other projects' checkpoints not written for KEEP_DAYS go, then the oldest past
+    KEEP_BYTES; a crashed write's temporary file goes after an hour; the one just
+    written stays."""
+    _checkpointed(project)
+    directory = SddPaths(project).checkpoint.parent
+    now = time.time()
+    for name, size, age in [("old.ckpt", 10, 31 * 86400), ("recent-a.ckpt", 100, 10),
+                            ("recent-b.ckpt", 100, 20), (".x.ckpt.1.tmp", 10, 7200),
+                            (".y.ckpt.2.tmp", 10, 60)]:
+        (directory / name).write_bytes(b"x" * size)
+        os.utime(directory / name, (now - age, now - age))
+    monkeypatch.setattr(checkpoint, "KEEP_BYTES", 150)
+    source = LocalSource(project, checkpoint_after=0)
+    source.load()
+    assert source.save_checkpoint(force=True)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [".y.ckpt.2.tmp", "recent-a.ckpt", SddPaths(project).checkpoint.name])

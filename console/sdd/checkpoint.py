@@ -20,9 +20,11 @@ damaged is ignored, and the read starts cold.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
+import time
 from collections import Counter, defaultdict, deque
 from pathlib import Path
 from types import MappingProxyType
@@ -68,6 +70,9 @@ MAGIC = b"BTUICKP2"
 PROBE_BYTES = 4096
 #: a checkpoint bigger than this many times the JSONL it stands for (+ 64 MB) is refused
 MAX_RATIO = 4
+#: the other projects' checkpoints kept: written in the last KEEP_DAYS, KEEP_BYTES at most
+KEEP_DAYS = 30
+KEEP_BYTES = 2 * 1024 ** 3
 
 
 class Mark(msgspec.Struct, frozen=True):
@@ -276,7 +281,34 @@ def save(source: LocalSource) -> bool:
         atomic_write_bytes(target, data, mode=0o600)
     except OSError:
         return False
+    prune(target.parent, keep=target)
     return True
+
+
+def prune(directory: Path, keep: Path) -> None:
+    """The cache stays bounded (one checkpoint a project ever opened, each up to a few
+    hundred MB, would not): checkpoints not written for KEEP_DAYS go, then the least
+    recently written past KEEP_BYTES; `keep` (just written) stays. Temporary files a
+    crashed write left go after an hour."""
+    now = time.time()
+    found: list[tuple[float, int, str]] = []
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if entry.name.endswith(".tmp") and now - info.st_mtime > 3600:
+                        os.unlink(entry.path)
+                    elif entry.name.endswith(".ckpt") and entry.path != str(keep):
+                        found.append((info.st_mtime, info.st_size, entry.path))
+    except OSError:
+        return
+    total = 0
+    for mtime, size, path in sorted(found, reverse=True):  # newest first
+        total += size
+        if now - mtime > KEEP_DAYS * 86400 or total > KEEP_BYTES:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 # -- restoring ----------------------------------------------------------------------
