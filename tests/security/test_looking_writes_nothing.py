@@ -152,3 +152,32 @@ def test_a_checkpoint_planted_in_the_project_is_never_read(
 
     asyncio.run(console())
     assert changed(before, tree(project)) == []
+
+
+def test_a_project_without_sdd_is_looked_at_and_left_without_one(
+        tmp_path: Path, homes: dict[str, str]) -> None:
+    """No skeleton made on open: the console says there is no .sdd/ (its supervisor has
+    run, the engine refused: untrusted) and `status` exits 2; the tree is as it was."""
+    from console.tui.app import ConsoleApp
+    from tests.engine_kit import git
+    from tests.test_tui import wait_for
+
+    root = tmp_path / "bare-project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "bernstein.yaml").write_text("workers: 1\n")
+    before = tree(root)
+    refused = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "status"],
+                             capture_output=True, text=True, timeout=60, env=homes, cwd="/")
+    assert refused.returncode == 2 and "no .sdd/ directory here" in refused.stderr
+
+    async def console() -> None:
+        app = ConsoleApp(root, engine=True)
+        async with app.run_test(size=(120, 30)) as pilot:
+            empty = app.query_one("#empty")
+            await wait_for(pilot, lambda: "No .sdd/ directory" in str(empty.render()))
+            await asyncio.sleep(2 * 2.0 + 0.5)  # two of the supervisor's rounds
+            assert app.engine is None
+
+    asyncio.run(console())
+    assert changed(before, tree(root)) == []
