@@ -7,26 +7,31 @@ import stat
 from pathlib import Path
 
 
+def _xdg(variable: str, *under_home: str) -> Path:
+    """`$variable` when it is an absolute path, else `~/<under_home>` (the XDG Base
+    Directory spec ignores a relative one: it would land wherever the command runs, the
+    project included)."""
+    value = os.environ.get(variable, "")
+    return Path(value) if os.path.isabs(value) else Path.home().joinpath(*under_home)
+
+
 def user_config_dir() -> Path:
     """`$XDG_CONFIG_HOME/bernstein-tui`, else `~/.config/bernstein-tui`: trust records
     and the console's settings."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "bernstein-tui"
+    return _xdg("XDG_CONFIG_HOME", ".config") / "bernstein-tui"
 
 
 def user_state_dir() -> Path:
     """`$XDG_STATE_HOME/bernstein-tui`, else `~/.local/state/bernstein-tui`: the
     checkpoint key."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "bernstein-tui"
+    return _xdg("XDG_STATE_HOME", ".local", "state") / "bernstein-tui"
 
 
 def user_cache_dir() -> Path:
     """`$XDG_CACHE_HOME/bernstein-tui`, else `~/.cache/bernstein-tui`: what the console
     keeps of a project that is not the project's (checkpoints), so looking at a project
     writes nothing into it (DESIGN §7 "Looking changes nothing")."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bernstein-tui"
+    return _xdg("XDG_CACHE_HOME", ".cache") / "bernstein-tui"
 
 
 def private_dir(path: Path) -> Path:

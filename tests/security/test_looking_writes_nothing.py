@@ -181,3 +181,17 @@ def test_a_project_without_sdd_is_looked_at_and_left_without_one(
 
     asyncio.run(console())
     assert changed(before, tree(root)) == []
+
+
+def test_a_relative_xdg_cache_home_does_not_put_the_cache_in_the_project(
+        project: Path, homes: dict[str, str], tmp_path: Path) -> None:
+    """`status` run from inside the project with XDG_CACHE_HOME=.cache (relative: the XDG
+    spec ignores it) keeps its checkpoint under ~/.cache, not in the project."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**homes, "HOME": str(home), "XDG_CACHE_HOME": ".cache"}
+    before = tree(project)
+    subprocess.run([sys.executable, "-m", "console", "status", "--json"], env=env,
+                   cwd=project, capture_output=True, timeout=120, check=True)
+    assert changed(before, tree(project)) == []
+    assert list((home / ".cache" / "bernstein-tui" / "checkpoints").glob("*.ckpt"))
