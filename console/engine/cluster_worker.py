@@ -37,12 +37,14 @@ from console.engine.cluster_report import (
     progress_of,
     worker_mark,
 )
+from console.engine.cluster_signals import local_policy, screen_claim
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.gitops import GitRepo
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
 from console.model import Task, TaskState
 from console.sdd.confine import is_safe_id
+from console.sdd.server_signals import ServerSignalPolicy
 
 #: local states a held task is still being worked on in
 WORKING = (TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRESS)
@@ -113,6 +115,7 @@ class ClusterWorker:
         self._last_busy = 0
         self._joined = False
         self._refused = ""
+        self.signals = ServerSignalPolicy()  # what server-supplied signals may run: run()
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -123,6 +126,8 @@ class ClusterWorker:
         assert isinstance(repo, SharedRemoteRepo)
         repo.landing_id = self._landing_id
         self.engine.store.on_change(self._changed)
+        self.signals = local_policy(self.engine.paths.root, self.engine.config.server_signals,
+                                    vouched=self.engine.trusted)
         self.say(f"worker {self.name}: {self.workers} slot(s), roles "
                  f"{', '.join(self.roles) or 'any'}, landing on {repo.remote}/{repo.base} "
                  f"({repo.remote_url})")
@@ -259,10 +264,12 @@ class ClusterWorker:
             self.say(f"done {task.id}: its work was already on {repo.remote}/{repo.base} "
                      f"at {landed[:12]}; not run again")
             return
+        task, dropped = screen_claim(task, self.signals)  # the server's signals are data
         with self.lock:
             try:
                 mirror_claim(self.engine.store, task, {
-                    "server": self.server.url, "node": self._owner(), "worker": self.name})
+                    "server": self.server.url, "node": self._owner(), "worker": self.name,
+                    **({"dropped_signals": dropped} if dropped else {})})
             except EngineError as exc:
                 self.reports.release(task.id, f"worker {self.name} cannot run it: {exc}")
                 return
@@ -270,6 +277,9 @@ class ClusterWorker:
         self.engine.wake.set()
         self.say(f"claimed {task.id} ({task.role}): {task.title[:70]}")
         self.reports.progress(task.id, f"claimed {worker_mark(self.name)}", 5)
+        if dropped:
+            self.say(dropped)
+            self.reports.progress(task.id, f"{dropped} {worker_mark(self.name)}", 5)
 
     def _admits(self, task: Task) -> bool:
         return task.id in self.held and not self.stopping.is_set()
