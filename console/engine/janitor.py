@@ -19,6 +19,7 @@ import httpx
 import regex  # type: ignore[import-untyped]  # the regex package ships no stubs
 
 from console.engine.agents.process import AgentCommand, run_agent
+from console.engine.gates.toolenv import tool_environ
 from console.engine.llm import LlmClient, LlmUnavailable
 from console.model import CompletionSignal
 from console.sdd.confine import UnsafePath, resolve_inside
@@ -106,7 +107,7 @@ class Janitor:
                  env: dict[str, str] | None = None) -> None:
         self.llm = llm
         self.test_timeout_s = test_timeout_s
-        self.env = env
+        self.env = tool_environ() if env is None else env  # test_passes: project code
 
     def check(self, signals: tuple[CompletionSignal, ...], worktree: Path, *, task_title: str,
               log_path: Path, diff: str = "", cancel: threading.Event | None = None
