@@ -74,6 +74,8 @@ def parse_host(entry: str) -> tuple[str, int | None]:
         raise ValueError(f"not a host: {exc}") from None
     if not url.raw_host:
         raise ValueError("not a host")
+    if url.port is not None and not 0 < url.port < 65536:
+        raise ValueError(f"port {url.port} is out of range")
     return host_key(url.raw_host), url.port
 
 
