@@ -100,7 +100,8 @@ def _has_module(python: str, module: str) -> bool:
     try:
         probe = subprocess.run([python, "-c", "import importlib.util, sys; sys.exit("
                                 f"importlib.util.find_spec({module!r}) is None)"],
-                               capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+                               capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                               env=tool_environ())  # the project's interpreter: its code
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
