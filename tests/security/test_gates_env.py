@@ -39,6 +39,15 @@ def _project(tmp_path: Path, dump: Path) -> Path:
         f"  test_command: {json.dumps(f'{sys.executable} dump_env.py {dump}')}\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "a project whose tests dump their environment")
+    # its own virtualenv, whose pytest (a small script: asked for its --version to key
+    # the gate cache) is project code too
+    bin_dir = root / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    (bin_dir / "pytest").write_text(f"#!/bin/sh\nenv > {dump.with_name('probe.txt')}\n"
+                                    "echo 'pytest 0.0'\n")
+    (bin_dir / "pytest").chmod(0o755)
+    (root / ".git" / "info" / "exclude").write_text(".venv/\n")
     return trusted(root)
 
 
@@ -66,6 +75,10 @@ def test_gates_and_the_engines_gates_give_tests_the_same_scrubbed_environment(
     assert "Traceback" not in cli.stdout + cli.stderr
     assert dump.exists(), cli.stdout + cli.stderr  # the project's test command ran
     from_cli = _dumped(dump)
+    probed = dump.with_name("probe.txt")
+    assert probed.exists(), cli.stdout  # the project's own pytest was asked its version
+    assert [s for s in SECRETS.values() if s in probed.read_text()] == []
+    assert from_cli["VIRTUAL_ENV"] == str(root / ".venv")  # its own interpreter first
     (root / "changed.py").unlink()
 
     checked = tmp_path / "signal-env.json"  # its test_passes signal: project code too
