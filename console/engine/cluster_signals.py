@@ -34,6 +34,17 @@ def local_policy(root: Path, configured: ServerSignalPolicy, *, vouched: bool
     return configured if check(root).trusted else ServerSignalPolicy()
 
 
+def policy_line(policy: ServerSignalPolicy) -> str:
+    """What a task server's signals may run here, for the worker's first lines."""
+    if not policy.allows_any:
+        return ("a task server's test_passes and api_responds signals are not run here "
+                "(cluster.server_signals allows none)")
+    hosts = sorted(host if port is None else f"{host}:{port}"
+                   for host, port in policy.url_hosts)
+    return (f"a task server's signals may run {len(policy.commands)} command(s) of "
+            f"cluster.server_signals and fetch from {', '.join(hosts) or 'no host'}")
+
+
 def url_refusal(text: str, policy: ServerSignalPolicy) -> str | None:
     """Why the URL may not be fetched here, or None (see server_signals for the rule)."""
     import httpx

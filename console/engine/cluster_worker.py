@@ -37,7 +37,7 @@ from console.engine.cluster_report import (
     progress_of,
     worker_mark,
 )
-from console.engine.cluster_signals import local_policy, screen_claim
+from console.engine.cluster_signals import local_policy, policy_line, screen_claim
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.gitops import GitRepo
@@ -130,7 +130,7 @@ class ClusterWorker:
                                     vouched=self.engine.trusted)
         self.say(f"worker {self.name}: {self.workers} slot(s), roles "
                  f"{', '.join(self.roles) or 'any'}, landing on {repo.remote}/{repo.base} "
-                 f"({repo.remote_url})")
+                 f"({repo.remote_url}); {policy_line(self.signals)}")
         try:
             self._release_leftovers()
             quiet = 0

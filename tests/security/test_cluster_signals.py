@@ -119,6 +119,7 @@ def test_server_signals_run_nothing_without_the_local_allow_list(setup) -> None:
     said = [line for line in out.stdout.splitlines() if DROPPED in line]
     assert len(said) == 1, out.stdout
     assert "3 " + DROPPED in said[0] and "test_passes" in said[0], said
+    assert "signals are not run here (cluster.server_signals allows none)" in out.stdout
     reported = [m for m in _progress(server) if DROPPED in m]
     assert len(reported) == 1 and "api_responds" in reported[0], _progress(server)
     local = tasks(root)["abc123def456"]
@@ -145,3 +146,7 @@ def test_the_trusted_allow_list_lets_exactly_those_run_and_no_redirect_is_follow
     said = [line for line in out.stdout.splitlines() if DROPPED in line]
     assert len(said) == 1 and "1 " + DROPPED in said[0] and "near-miss" in said[0], said
     assert len([m for m in _progress(server) if DROPPED in m]) == 1
+    allowed = [line for line in out.stdout.splitlines()
+               if "may run 1 command(s) of cluster.server_signals and fetch from" in line]
+    assert len(allowed) == 1 and f"127.0.0.1:{recorder.port}" in allowed[0] \
+        and f"127.0.0.1:{redirector.port}" in allowed[0], out.stdout
