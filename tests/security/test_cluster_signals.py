@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from console.engine.store import TaskStore
+from console.model import CompletionSignal, Task, TaskState
+from console.sdd.paths import SddPaths
 from console.sdd.skeleton import init_project
 from tests.bernstein_server import serve, task_response
 from tests.conftest import trusted
@@ -150,3 +153,18 @@ def test_the_trusted_allow_list_lets_exactly_those_run_and_no_redirect_is_follow
                if "may run 1 command(s) of cluster.server_signals and fetch from" in line]
     assert len(allowed) == 1 and f"127.0.0.1:{recorder.port}" in allowed[0] \
         and f"127.0.0.1:{redirector.port}" in allowed[0], out.stdout
+
+
+def test_a_task_claimed_again_never_keeps_an_earlier_records_signals(setup) -> None:
+    clone, task, command, marker, recorder, _redirector = setup
+    root, env = clone()
+    store = TaskStore(SddPaths(root), fsync=False)  # as an older worker left it: failed,
+    store.load()  # with the server's signals of an earlier claim
+    store.create(Task("abc123def456", "Signals", "open", completion_signals=(
+        CompletionSignal("test_passes", command),
+        CompletionSignal("api_responds", f"{recorder.url}/hit", 200))))
+    store.transition("abc123def456", TaskState.FAILED, reason="released")
+    task["completion_signals"] = []
+    _run(root, env, task)
+    assert not marker.exists() and recorder.hits == []
+    assert tasks(root)["abc123def456"].completion_signals == ()
