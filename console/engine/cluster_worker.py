@@ -6,7 +6,9 @@ to this clone's own task log and the embedded engine runs it (worktree, agent, j
 gates, cascade with reflections, review, SLA), landing its work through the shared git
 remote (`SharedRemoteRepo`). What the engine does is reported back as it happens:
 `/progress` for each attempt and retry, then `complete` with the landing commit and a
-summary that carries the gate verdicts, or `fail` with the reason.
+summary that carries the gate verdicts, or `fail` with the reason. A claimed task's
+signals that would run a command or fetch a URL here are dropped, in one line, unless
+the trusted local bernstein.yaml allows them (cluster_signals).
 
 Fail safe: a server that stops answering pauses claiming (reports wait, with backoff,
 and are sent once it is back); a stop releases what was claimed but not started and,
