@@ -146,6 +146,7 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     from console.engine.gates.cache import GateCache
     from console.engine.gates.pipeline import GatePipeline, load_gate_setup
     from console.engine.gates.plugins import PluginError
+    from console.engine.gates.toolenv import tool_environ
     from console.engine.llm import LlmClient
     from console.engine.safegit import GitFailed, run_git
     from console.sdd.gate_config import GateConfigError
@@ -166,9 +167,11 @@ def cmd_gates(root: Path, as_json: bool) -> int:
         raise UsageError(str(exc)) from None
     paths = SddPaths(root)
     state = paths.sdd / "caching"  # the run is recorded in .sdd/ too, as the engine's are
+    # project code (its tests): the engine's gates' environment, no key or token of ours
     pipeline = GatePipeline(setup, LlmClient(config.llm),
                             cache=GateCache(state / "gates", setup.config.cache_max_entries),
-                            state_dir=state, log_dir=paths.sdd / "runtime" / "gate-logs")
+                            state_dir=state, env=tool_environ(),
+                            log_dir=paths.sdd / "runtime" / "gate-logs")
     base_ref = setup.config.base_ref or "HEAD"
     try:
         run = pipeline.run(root, task_id="working-tree", title="working tree changes",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from console.engine.gates.base import ToolMissing, run_tool, tool_argv
+from console.engine.gates.toolenv import tool_environ
 from console.model import GateResult
 
 #: ruff codes a mechanical fix handles without judgement
@@ -47,9 +48,11 @@ def try_lint_fix(worktree: Path, blocking: Sequence[GateResult],
     except ToolMissing:
         return None
     started = time.monotonic()
+    env = tool_environ()  # over the project's tree, like every gate tool
     fix = run_tool([*ruff, "check", "--fix", "--force-exclude", "--no-cache", "--select",
-                    ",".join(codes), *python], worktree, 60)
-    run_tool([*ruff, "format", "--force-exclude", "--no-cache", *python], worktree, 60)
+                    ",".join(codes), *python], worktree, 60, env=env)
+    run_tool([*ruff, "format", "--force-exclude", "--no-cache", *python], worktree, 60,
+             env=env)
     return {"model": "ruff --fix", "effort": "mechanical", "kind": "autofix",
             "attempt_number": 0, "started_at": time.time(), "cost_usd": 0.0,
             "latency_s": round(time.monotonic() - started, 3), "tokens_used": 0,

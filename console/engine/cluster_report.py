@@ -58,7 +58,8 @@ def mirror_claim(store: TaskStore, task: Task, cluster: dict[str, str]) -> None:
     """The claimed task into the clone's task log, open, with only `cluster` as metadata
     (the server's cannot steer the engine); its dependencies are the server's business
     (it hands out only tasks whose dependencies are done). A task claimed again reopens
-    its local record; EngineError when that record cannot be reopened."""
+    its local record, with this claim's completion signals (`task`'s, already screened:
+    cluster_signals); EngineError when that record cannot be reopened."""
     with store.lock:
         old = store.tasks.get(task.id)
         if old is None:
@@ -72,10 +73,12 @@ def mirror_claim(store: TaskStore, task: Task, cluster: dict[str, str]) -> None:
             store.transition(task.id, TaskState.FAILED, reason="claimed again")
         elif old.state not in (TaskState.FAILED, TaskState.OPEN):
             raise EngineError(f"its local record is {old.status}")
+        signals = task.completion_signals  # never an earlier record's
         if store.get(task.id).state is TaskState.FAILED:
-            store.transition(task.id, TaskState.OPEN, metadata={"cluster": cluster})
+            store.transition(task.id, TaskState.OPEN, metadata={"cluster": cluster},
+                             completion_signals=signals)
         else:
-            store.update(task.id, metadata={"cluster": cluster})
+            store.update(task.id, metadata={"cluster": cluster}, completion_signals=signals)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ to this clone's own task log and the embedded engine runs it (worktree, agent, j
 gates, cascade with reflections, review, SLA), landing its work through the shared git
 remote (`SharedRemoteRepo`). What the engine does is reported back as it happens:
 `/progress` for each attempt and retry, then `complete` with the landing commit and a
-summary that carries the gate verdicts, or `fail` with the reason.
+summary that carries the gate verdicts, or `fail` with the reason. A claimed task's
+signals that would run a command or fetch a URL here are dropped, in one line, unless
+the trusted local bernstein.yaml allows them (cluster_signals).
 
 Fail safe: a server that stops answering pauses claiming (reports wait, with backoff,
 and are sent once it is back); a stop releases what was claimed but not started and,
@@ -37,12 +39,14 @@ from console.engine.cluster_report import (
     progress_of,
     worker_mark,
 )
+from console.engine.cluster_signals import local_policy, policy_line, screen_claim
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.gitops import GitRepo
 from console.engine.shared_remote import SharedRemoteRepo, task_of_branch
 from console.model import Task, TaskState
 from console.sdd.confine import is_safe_id
+from console.sdd.server_signals import ServerSignalPolicy
 
 #: local states a held task is still being worked on in
 WORKING = (TaskState.OPEN, TaskState.CLAIMED, TaskState.IN_PROGRESS)
@@ -113,6 +117,7 @@ class ClusterWorker:
         self._last_busy = 0
         self._joined = False
         self._refused = ""
+        self.signals = ServerSignalPolicy()  # what server-supplied signals may run: run()
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -123,9 +128,11 @@ class ClusterWorker:
         assert isinstance(repo, SharedRemoteRepo)
         repo.landing_id = self._landing_id
         self.engine.store.on_change(self._changed)
+        self.signals = local_policy(self.engine.paths.root, self.engine.config.server_signals,
+                                    vouched=self.engine.trusted)
         self.say(f"worker {self.name}: {self.workers} slot(s), roles "
                  f"{', '.join(self.roles) or 'any'}, landing on {repo.remote}/{repo.base} "
-                 f"({repo.remote_url})")
+                 f"({repo.remote_url}); {policy_line(self.signals)}")
         try:
             self._release_leftovers()
             quiet = 0
@@ -259,10 +266,12 @@ class ClusterWorker:
             self.say(f"done {task.id}: its work was already on {repo.remote}/{repo.base} "
                      f"at {landed[:12]}; not run again")
             return
+        task, dropped = screen_claim(task, self.signals)  # the server's signals are data
         with self.lock:
             try:
                 mirror_claim(self.engine.store, task, {
-                    "server": self.server.url, "node": self._owner(), "worker": self.name})
+                    "server": self.server.url, "node": self._owner(), "worker": self.name,
+                    **({"dropped_signals": dropped} if dropped else {})})
             except EngineError as exc:
                 self.reports.release(task.id, f"worker {self.name} cannot run it: {exc}")
                 return
@@ -270,6 +279,9 @@ class ClusterWorker:
         self.engine.wake.set()
         self.say(f"claimed {task.id} ({task.role}): {task.title[:70]}")
         self.reports.progress(task.id, f"claimed {worker_mark(self.name)}", 5)
+        if dropped:
+            self.say(dropped)
+            self.reports.progress(task.id, f"{dropped} {worker_mark(self.name)}", 5)
 
     def _admits(self, task: Task) -> bool:
         return task.id in self.held and not self.stopping.is_set()

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from console.control import Outcome
 from console.engine import inbox, requests
-from console.engine.agents.process import scrubbed_env
 from console.engine.attempt import AttemptRunner, Running, new_session
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade, with_adapter
 from console.engine.chain import ChainKeeper
@@ -26,6 +25,7 @@ from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
+from console.engine.gates.toolenv import tool_environ
 from console.engine.gitops import GitRepo
 from console.engine.ingest import Ingestor, close_ticket, reconcile_blocked, satisfied
 from console.engine.janitor import Janitor
@@ -48,7 +48,7 @@ from console.sdd.gate_config import GateConfigError
 from console.sdd.metric_codec import encode_engine_status
 from console.sdd.missions import load_missions
 from console.sdd.paths import Kind, SddPaths
-from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig, load_config
+from console.sdd.project_config import ProjectConfig, load_config
 from console.sdd.skeleton import init_project
 from console.sdd.tail import JsonlTail
 
@@ -110,8 +110,7 @@ class Engine:
             inbox.refuse_all(self.paths, "made before this engine started; not carried out "
                                          "(send it again)")
             recover(self.paths, self.store, self.repo, self.events, self.reopen)
-            env = scrubbed_env(DEFAULT_ENV_ALLOW, {PROJECT_MARKER: str(self.paths.root),
-                                                   "PYTHONDONTWRITEBYTECODE": "1"})
+            env = tool_environ({PROJECT_MARKER: str(self.paths.root)})  # test_passes
             llm = LlmClient(self.config.llm, on_call=self._llm_call)
             janitor = Janitor(llm, test_timeout_s=self.config.test_timeout_s, env=env)
             self.runner = AttemptRunner(self.paths, self.store, self.repo, self.config, janitor,
@@ -180,9 +179,9 @@ class Engine:
         if not setup.config.enabled or not setup.config.pipeline:
             return None
         caching = self.paths.sdd / "caching"
-        # the tools run the agent's code (its tests): the same scrubbed environment as agents
-        env = scrubbed_env((*DEFAULT_ENV_ALLOW, *self.config.agents.env),
-                           {PROJECT_MARKER: str(self.paths.root)})
+        # the tools run the agent's code (its tests): the one environment of project code
+        # (not agents.env: the vendor CLIs' keys are the agents', never the tests')
+        env = tool_environ({PROJECT_MARKER: str(self.paths.root)})
         return GatePipeline(setup, llm, cache=GateCache(caching / "gates",
                                                         setup.config.cache_max_entries),
                             state_dir=caching, env=env, project=self.paths.root,

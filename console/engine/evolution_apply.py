@@ -22,10 +22,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from console.control import Outcome
-from console.engine.agents.process import scrubbed_env
 from console.engine.evolution import RISK_NAMES, classify
 from console.engine.gates.base import run_git_tool, run_tool
 from console.engine.gates.digest import generic_digest
+from console.engine.gates.toolenv import tool_environ
 from console.engine.gitops import GitRepo
 from console.sdd.approval_progress import announce, finished
 from console.sdd.confine import UnsafeId, safe_id, sdd_path
@@ -39,7 +39,6 @@ from console.sdd.fileio import (
     read_regular_file,
 )
 from console.sdd.paths import Kind, SddPaths
-from console.sdd.project_config import DEFAULT_ENV_ALLOW
 from console.sdd.source import LocalSource
 
 DEFAULT_ALLOWED = ("bernstein.yaml", ".sdd/config.yaml", "templates/")
@@ -99,9 +98,9 @@ def file_guard(diff: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 def _shell(command: str, cwd: Path, timeout: float) -> tuple[bool, str]:
-    """Tests, evals and benchmarks run the project's code: the agents' scrubbed env."""
-    env = scrubbed_env(DEFAULT_ENV_ALLOW, {"PYTHONDONTWRITEBYTECODE": "1"})
-    run = run_tool(["/bin/sh", "-c", command], cwd, timeout, env=env)
+    """Tests, evals and benchmarks run the project's code: the one environment of
+    project code (toolenv.tool_environ)."""
+    run = run_tool(["/bin/sh", "-c", command], cwd, timeout, env=tool_environ())
     return run.exit_code == 0 and not run.timed_out, run.output
 
 

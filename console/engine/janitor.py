@@ -19,6 +19,7 @@ import httpx
 import regex  # type: ignore[import-untyped]  # the regex package ships no stubs
 
 from console.engine.agents.process import AgentCommand, run_agent
+from console.engine.gates.toolenv import tool_environ
 from console.engine.llm import LlmClient, LlmUnavailable
 from console.model import CompletionSignal
 from console.sdd.confine import UnsafePath, resolve_inside
@@ -29,6 +30,7 @@ MAX_LINES = 20000
 MAX_LINE_CHARS = 4096
 MAX_GLOB_STARS = 2
 MAX_GLOB_MATCHES = 10000
+API_TIMEOUT_S = 10.0  # api_responds: connect, each read and write
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,17 @@ def contains(text: str, needle: str, *, time_limit_s: float = REGEX_TIME_LIMIT_S
     return False
 
 
+def answered(url: str, *, timeout_s: float = API_TIMEOUT_S) -> int:
+    """The status `url` answers a GET with. The URL is data: a redirect is an answer
+    like any other (never followed), no proxy, .netrc or other setting comes from the
+    environment (`trust_env=False`: no credentials of the operator's ride along), and the
+    body is never read."""
+    with httpx.Client(follow_redirects=False, trust_env=False,
+                      timeout=httpx.Timeout(timeout_s)) as client, \
+            client.stream("GET", url) as response:
+        return response.status_code
+
+
 JUDGE_CONFIDENCE_THRESHOLD = 0.7  # seed 000 (janitor.py:36-44)
 FLAGGED = "flagged for human review)"
 
@@ -94,7 +107,7 @@ class Janitor:
                  env: dict[str, str] | None = None) -> None:
         self.llm = llm
         self.test_timeout_s = test_timeout_s
-        self.env = env
+        self.env = tool_environ() if env is None else env  # test_passes: project code
 
     def check(self, signals: tuple[CompletionSignal, ...], worktree: Path, *, task_title: str,
               log_path: Path, diff: str = "", cancel: threading.Event | None = None
@@ -144,8 +157,8 @@ class Janitor:
         if kind == "api_responds":
             expected = signal.expected_status or 200
             try:
-                status = httpx.get(value, timeout=10.0, follow_redirects=True).status_code
-            except httpx.HTTPError as exc:
+                status = answered(value)
+            except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
                 return False, f"request failed: {type(exc).__name__}"
             return status == expected, f"answered {status}, expected {expected}"
         if kind in ("llm_review", "llm_judge"):

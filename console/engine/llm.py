@@ -88,7 +88,8 @@ class LlmClient:
                 headers["Authorization"] = f"Bearer {key}"
             self._client = httpx.Client(base_url=str(self.config.base_url).rstrip("/"),
                                         headers=headers, timeout=self.config.timeout_s,
-                                        transport=self._transport)
+                                        transport=self._transport,
+                                        follow_redirects=False)  # the key stays with its URL
         return self._client
 
     def chat(self, system: str, user: str, *, max_tokens: int = 512,

@@ -14,6 +14,7 @@ from typing import Any
 from console.model import Problem
 from console.sdd.fields import RecordError, float_or, int_or, opt_float, opt_str, str_tuple
 from console.sdd.fileio import read_regular_file
+from console.sdd.server_signals import ServerSignalPolicy, parse_server_signals
 
 #: top-level keys Bernstein's seed parser reads (accepted, mostly unused by us yet)
 BERNSTEIN_KEYS = frozenset({
@@ -22,7 +23,8 @@ BERNSTEIN_KEYS = frozenset({
     "notify", "webhooks", "evolution", "missions", "sla", "cascade", "routing", "providers",
     "agents", "llm", "storage", "workflow", "plan", "tenants", "mcp_servers", "review",
 })
-OUR_KEYS = frozenset({"base_branch", "workers", "roles_dir", "janitor", "complexity"})
+OUR_KEYS = frozenset({"base_branch", "workers", "roles_dir", "janitor", "complexity",
+                      "cluster"})
 DEFAULT_TIMEOUTS = {"small": 900.0, "medium": 1800.0, "large": 3600.0}
 DEFAULT_ENV_ALLOW = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ",
                      "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "PYTHONPATH")
@@ -65,6 +67,9 @@ class ProjectConfig:
     workers: int | None = None
     roles_dir: str = "templates/roles"
     test_timeout_s: float = 120.0
+    #: `cluster.server_signals`: what a task server's signals may run on a worker (only
+    #: honoured in a trusted project; the worker checks)
+    server_signals: ServerSignalPolicy = field(default_factory=ServerSignalPolicy)
     raw: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[Problem, ...] = ()
 
@@ -102,6 +107,19 @@ def _prices(raw: object, key: str) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _cluster(raw: object) -> tuple[ServerSignalPolicy, list[str]]:
+    """`cluster:` (a worker's settings): a bad value is a problem, never fatal; it allows
+    nothing."""
+    if raw is None:
+        return ServerSignalPolicy(), []
+    if not isinstance(raw, dict):
+        return ServerSignalPolicy(), ["'cluster' must be a map (ignored)"]
+    unknown = [f"unknown key 'cluster.{key}' (ignored)" for key in raw
+               if key != "server_signals"]
+    policy, problems = parse_server_signals(raw.get("server_signals"))
+    return policy, unknown + problems
+
+
 def parse_config(raw: Mapping[str, Any], display: str = "bernstein.yaml") -> ProjectConfig:
     warnings = [Problem(display, None, f"unknown key '{key}' (ignored)")
                 for key in raw if key not in BERNSTEIN_KEYS | OUR_KEYS]
@@ -137,12 +155,14 @@ def parse_config(raw: Mapping[str, Any], display: str = "bernstein.yaml") -> Pro
             prices=_prices(llm_raw.get("prices"), "llm.prices"),
         )
         janitor = _section(raw, "janitor")
+        server_signals, problems = _cluster(raw.get("cluster"))
+        warnings += [Problem(display, None, problem) for problem in problems]
         workers = int_or(raw, "workers", 0) or None
         return ProjectConfig(
             agents=agents, llm=llm, base_branch=opt_str(raw, "base_branch"), workers=workers,
             roles_dir=opt_str(raw, "roles_dir") or "templates/roles",
             test_timeout_s=float_or(janitor, "test_timeout_s", 120.0),
-            raw=raw, warnings=tuple(warnings),
+            server_signals=server_signals, raw=raw, warnings=tuple(warnings),
         )
     except RecordError as exc:
         raise ConfigError(str(exc)) from None

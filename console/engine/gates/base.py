@@ -66,8 +66,11 @@ def tool_argv(executable: str, module: str | None = None) -> tuple[str, ...]:
 
 @functools.cache
 def _version_output(argv: tuple[str, ...]) -> str:
-    try:
-        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30)
+    from console.engine.gates.toolenv import tool_environ  # (it imports this module)
+
+    try:  # the project's own tool, maybe: project code, in project code's environment
+        out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30,
+                             env=tool_environ(), stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return (out.stdout or out.stderr).strip()[:200]

@@ -42,7 +42,7 @@ from console.engine.gates.base import (
 from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
-from console.engine.gates.toolenv import ProjectEnv, find_env
+from console.engine.gates.toolenv import ProjectEnv, find_env, tool_environ
 from console.engine.llm import LlmClient
 from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult
@@ -219,7 +219,7 @@ class GatePipeline:
         self.llm = llm
         self.cache = cache if setup.config.cache_enabled else None
         self.state_dir = state_dir
-        self.env = env
+        self.env = tool_environ() if env is None else env  # never the operator's own
 
     @property
     def config(self) -> QualityGatesConfig:
@@ -328,8 +328,7 @@ class GatePipeline:
         bypass = _parse_bypass(os.environ if environ is None else environ)
         changes = collect_changes(root, base_ref)
         tools = find_env(self.project or root)
-        env = self.env if tools.bin_dir is None else \
-            tools.environ(os.environ if self.env is None else self.env)
+        env = self.env if tools.bin_dir is None else tools.environ(self.env)
 
         def context(spec: GateSpec, changes: Changes) -> GateContext:
             return GateContext(root, changes.changed, changes.deleted, base_ref, self.config,

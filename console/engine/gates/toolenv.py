@@ -4,6 +4,11 @@ A project with its own dependencies is tested by its own interpreter: its `.venv
 `venv/` (a real directory in the project, not a link), else `uv run` when a `uv.lock`
 is there and uv is installed, else PATH (then this interpreter's modules). The tools
 run project code either way (its tests), which is why `gates` needs a trusted project.
+
+`tool_environ` is the one environment every piece of project code we run starts from:
+the gates' tools (the engine's and `bernstein-tui gates`'), `test_passes`, and an
+evolution proposal's tests and benchmarks. The operator's API keys, cloud and forge
+tokens never reach it.
 """
 
 from __future__ import annotations
@@ -18,9 +23,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from console.engine.agents.process import scrubbed_env
 from console.engine.gates.base import tool_argv, tool_fingerprint
+from console.sdd.project_config import DEFAULT_ENV_ALLOW
 
 VENV_NAMES = (".venv", "venv")
+
+
+def tool_environ(extra: Mapping[str, str] | None = None,
+                 source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment project code runs in: only `DEFAULT_ENV_ALLOW` (PATH, HOME, the
+    locale, the terminal, TMPDIR, the user, the virtualenv) and LC_* from `source` (this
+    process's environment), PYTHONDONTWRITEBYTECODE=1, and `extra` (the engine's marker
+    of its own processes). Nothing else: no API key, cloud or forge token, and not what
+    `agents.env` passes to agents (the vendor CLIs' keys)."""
+    return scrubbed_env(DEFAULT_ENV_ALLOW, {"PYTHONDONTWRITEBYTECODE": "1", **(extra or {})},
+                        source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +100,8 @@ def _has_module(python: str, module: str) -> bool:
     try:
         probe = subprocess.run([python, "-c", "import importlib.util, sys; sys.exit("
                                 f"importlib.util.find_spec({module!r}) is None)"],
-                               capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+                               capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
+                               env=tool_environ())  # the project's interpreter: its code
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
