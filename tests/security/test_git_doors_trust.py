@@ -4,6 +4,9 @@ a program or steer the engine — through the sanitiser."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +108,38 @@ def test_trust_lists_what_the_git_config_and_templates_can_run_or_steer(
     assert "user.email" not in out  # runs nothing, steers nothing
     assert "role template templates/roles/security: model opus-max, its system_prompt.md" \
         in out
+
+
+@pytest.mark.usefixtures("config_home")
+def test_a_template_an_agent_merges_steers_no_later_attempt_of_that_run(
+        tmp_path: Path) -> None:
+    """T1's agent rewrites the backend role's model and system prompt; its work merges.
+    T2 (after T1, same engine run) still gets the templates the operator trusted, and
+    the project is untrusted until they look at the change."""
+    from tests.engine_kit import agent_log, tasks, ticket
+
+    root = make_repo(tmp_path)
+    role = root / "templates" / "roles" / "backend"
+    role.mkdir(parents=True)
+    (role / "system_prompt.md").write_text("TRUSTED-PROMPT\n")
+    (role / "config.yaml").write_text("model: haiku\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "roles")
+    trust(root)
+    ticket(root, "t1", id="T1", title="Steer", role="backend", description=(
+        "write templates/roles/backend/system_prompt.md EVIL-PROMPT\n"
+        "write templates/roles/backend/config.yaml model: opus"))
+    ticket(root, "t2", id="T2", title="Later", role="backend", depends_on=["T1"],
+           description=f"prompt {tmp_path}/t2-prompt.txt\nwrite later.txt done")
+    log = tmp_path / "agents.jsonl"
+    run = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                          "--until-idle"], capture_output=True, text=True, timeout=240,
+                         env={**os.environ, "SPEC_AGENT_LOG": str(log)})
+    found = tasks(root)
+    assert found["T1"].status == "done" and found["T2"].status == "done", run.stderr
+    assert "EVIL-PROMPT" in (role / "system_prompt.md").read_text()  # T1's work merged
+    prompt = (tmp_path / "t2-prompt.txt").read_text()
+    assert "TRUSTED-PROMPT" in prompt and "EVIL-PROMPT" not in prompt
+    assert {e["model"] for e in agent_log(log) if e["task"] == "T2"} == {"haiku"}
+    status = check(root)
+    assert not status.trusted and "templates/ changed" in status.reason
