@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from console.engine.gitops import GitRepo
 from console.engine.safegit import driver_overrides, git_env
 from console.engine.shared_remote import SharedRemoteRepo
 from console.sdd.tail import JsonlTail
@@ -251,3 +252,32 @@ def test_an_agents_include_is_put_back_before_the_engine_commits_its_work(tmp_pa
     assert (root / ".git" / "config").read_bytes() == before
     notes = [m for m in _events(root) if "changed the repository's git metadata" in m]
     assert notes and "include.path" in notes[0], _events(root)
+
+
+def test_what_an_agent_adds_to_its_worktrees_own_admin_dir_is_removed_first(
+        tmp_path: Path) -> None:
+    """`git config --worktree` writes `.git/worktrees/<name>/config.worktree`, which only
+    that worktree's git reads: removed before the engine commits the agent's work (its
+    drivers are switched off in any case)."""
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    repo = GitRepo(root)
+    notes: list[str] = []
+    repo.on_note = notes.append
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    for args in (("extensions.worktreeConfig", "true"),
+                 ("--worktree", "filter.wt.clean", _marker_cmd(markers, "clean"))):
+        subprocess.run(["git", "config", *args], cwd=worktree, check=True)
+    admin = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
+    assert (admin / "config.worktree").is_file()
+    (worktree / ".gitattributes").write_text("* filter=wt\n")
+    (worktree / "work.txt").write_text("work\n")
+    files = repo.commit_all(worktree, "work")
+    assert set(files) == {".gitattributes", "work.txt"}
+    assert _ran(markers) == []
+    assert not (admin / "config.worktree").exists()
+    assert any("worktrees/T1/config.worktree added" in n for n in notes), notes
+    assert any("extensions.worktreeconfig" in n for n in notes), notes
+    repo.remove_worktree(worktree, "bernstein/T1-1")
