@@ -118,14 +118,34 @@ ATTRIBUTES_MAX = 1024 * 1024
 _ATTR_DRIVER = re.compile(rb"(?:^|\s)(filter|merge|diff)=(\S+)")
 
 
-def _neutralise(kind: str, name: str) -> list[tuple[str, str]]:
+#: drivers git has built in: an attribute naming one is ordinary (`merge=union`,
+#: `diff=python`); they are switched off only when the config redefines them
+BUILT_IN = {"merge": frozenset({"text", "binary", "union"}),
+            "diff": frozenset({"ada", "bash", "bibtex", "cpp", "csharp", "css", "dts",
+                               "elixir", "fortran", "fountain", "golang", "html", "java",
+                               "kotlin", "markdown", "matlab", "objc", "pascal", "perl",
+                               "php", "python", "ruby", "rust", "scheme", "tex"}),
+            "filter": frozenset()}
+#: the 3-way text merge git does for a driver name no config defines, by git itself
+TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
+#: a child's git cannot be given --no-ext-diff, so its external diff is plain diff(1):
+#: the unified diff of the two versions git hands it (path, old file, …, new file, …)
+PLAIN_DIFF = "sh -c 'diff -u --label \"a/$1\" --label \"b/$1\" -- \"$2\" \"$5\" || true' --"
+
+
+def _neutralise(kind: str, name: str, defined: bool) -> list[tuple[str, str]]:
+    """Pairs that leave driver `name` running no program. A name only attribute files
+    give (`defined` False) behaves as git treats an undefined one: no filter, a text
+    merge, a plain diff; one the config defines runs none of what it says."""
     if kind == "filter":  # an empty command is no filter; not required, so no error
         return [*((f"filter.{name}.{k}", "") for k in ("clean", "smudge", "process")),
                 (f"filter.{name}.required", "false")]
-    if kind == "merge":  # the file merges as a conflict instead of running a program
-        return [(f"merge.{name}.driver", "false"), (f"merge.{name}.recursive", "binary")]
+    if kind == "merge":  # a defined one merges as a conflict instead of running a program
+        return [(f"merge.{name}.driver", "false"), (f"merge.{name}.recursive", "binary")] \
+            if defined else [(f"merge.{name}.driver", TEXT_MERGE)]
     # content diffs also pass NO_DIFF_PROGRAMS; an identity textconv runs nothing
-    return [(f"diff.{name}.textconv", "cat"), (f"diff.{name}.command", "false")]
+    return [*([(f"diff.{name}.textconv", "cat")] if defined else []),
+            (f"diff.{name}.command", PLAIN_DIFF)]
 
 
 def _attribute_names(files: Sequence[Path]) -> set[tuple[str, str]]:
@@ -190,16 +210,16 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
     attributes = [cwd / ".gitattributes"]
     if common is not None:
         attributes.append(common / "info" / "attributes")
-    names |= _attribute_names(attributes)
+    named = {(kind, name) for kind, name in _attribute_names(attributes)
+             if name not in BUILT_IN[kind]} - names
     pairs: list[tuple[str, str]] = []
     for kind, name in sorted(names):
-        pairs += _neutralise(kind, name)
+        pairs += _neutralise(kind, name, True)
+    for kind, name in sorted(named):
+        pairs += _neutralise(kind, name, False)
     return pairs
 
 
-#: a child's git cannot be given --no-ext-diff, so its external diff is plain diff(1):
-#: the unified diff of the two versions git hands it (path, old file, …, new file, …)
-PLAIN_DIFF = "sh -c 'diff -u --label \"a/$1\" --label \"b/$1\" -- \"$2\" \"$5\" || true' --"
 #: what a child program's own git keeps: it may fetch (a project's tests, an agent)
 CHILD_KEEPS = frozenset({"protocol.allow"})
 

@@ -37,7 +37,8 @@ TRAILER = "Bernstein-Task"
 ENGINE_EMAIL = next(o.split("=", 1)[1] for o in IDENTITY if o.startswith("user.email="))
 #: transports allowed back for fetch and push (safegit sets protocol.allow=never)
 NETWORK = ("-c", "protocol.file.allow=always", "-c", "protocol.ssh.allow=always",
-           "-c", "protocol.https.allow=always", "-c", "core.sshCommand=ssh")
+           "-c", "protocol.https.allow=always", "-c", "core.sshCommand=ssh",
+           "-c", "http.saveCookies=false")  # a config's cookie file is never written
 _BRANCH = re.compile(r"bernstein/(?P<task>[A-Za-z0-9._-]+)-\d+")
 #: the programs a fetch and a push run on the other side, whatever the config says
 UPLOAD_PACK = "--upload-pack=git-upload-pack"

@@ -108,13 +108,35 @@ def test_a_driver_whose_name_a_c_option_cannot_carry_never_runs(tmp_path: Path) 
 
 def test_drivers_named_by_attribute_files_are_switched_off_too(tmp_path: Path) -> None:
     """A driver the config does not define (yet: an agent racing the engine's read)
-    but `info/attributes` or the checkout's `.gitattributes` names is switched off."""
+    but `info/attributes` or the checkout's `.gitattributes` names is switched off —
+    as git treats an undefined name (no filter, a text merge, a plain diff), so the
+    project's merges and diffs work as before; git's built-in drivers are left alone."""
     root = make_repo(tmp_path)
     (root / ".git" / "info" / "attributes").write_text("[attr]sneaky filter=late\n* sneaky\n")
-    (root / ".gitattributes").write_text("*.bin diff=later merge=latest\n")
+    (root / ".gitattributes").write_text("*.txt diff=later merge=latest\n"
+                                         "*.md merge=union diff=python\n")
     pairs = dict(driver_overrides(root, git_env()))
     assert pairs["filter.late.clean"] == "" and pairs["filter.late.required"] == "false"
-    assert pairs["diff.later.textconv"] == "cat" and pairs["merge.latest.driver"] == "false"
+    assert pairs["merge.latest.driver"].startswith("git merge-file ")
+    assert pairs["diff.later.command"].startswith("sh -c 'diff -u ")
+    assert not [k for k in pairs if k.startswith(("merge.union.", "diff.python."))]
+    # and a merge through the attribute-only driver is git's own text merge
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    (root / "notes.txt").write_text("one\ntwo\nthree\nfour\nfive\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes")
+    repo = GitRepo(root)
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    (worktree / "notes.txt").write_text("ONE\ntwo\nthree\nfour\nfive\n")
+    repo.commit_all(worktree, "first line")
+    (root / "notes.txt").write_text("one\ntwo\nthree\nfour\nFIVE\n")
+    git(root, "commit", "-qam", "last line")
+    merged = repo.merge("bernstein/T1-1", "Merge bernstein/T1-1: notes")
+    assert merged.ok, merged.message
+    assert (root / "notes.txt").read_text() == "ONE\ntwo\nthree\nfour\nFIVE\n"
+    repo.remove_worktree(worktree, "bernstein/T1-1")
 
 
 # -- landing through a shared remote ---------------------------------------------------
