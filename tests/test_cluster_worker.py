@@ -297,6 +297,7 @@ def test_bad_usage_is_one_line_and_exit_2(worker_clone, args, token, said) -> No
 def test_a_clone_without_a_remote_stops_before_claiming(worker_clone) -> None:
     root, env = worker_clone
     git(root, "remote", "remove", "origin")
+    trusted(root)  # the remotes are part of the trusted git config (#32)
     server = FakeBernstein().start()
     try:
         out = _run(root, env, server.url)

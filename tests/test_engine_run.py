@@ -33,10 +33,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     with open(root / "bernstein.yaml", "a") as handle:
         handle.write("  timeouts: {small: 1.5}\n"
                      "cascade: {min_observations: 100000}\n")  # no bandit skips here
-    trusted(root)  # its configuration changed: the operator trusts it again
     (root / "templates" / "roles" / "analyst").mkdir(parents=True)
     (root / "templates" / "roles" / "analyst" / "task_prompt.md").write_text(
         "ANALYST-PROMPT for {{TASK_TITLE}}\n{{TASK_DESCRIPTION}}\n")
+    trusted(root)  # its configuration and role templates changed: the operator trusts them
     for i in range(1, 17):
         ticket(root, f"w{i:02}", id=f"W{i:02}", title=f"Write file {i}",
                description=f"sleep rand 0.05 0.3\nwrite out/w{i:02}.txt hello {i}",

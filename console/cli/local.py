@@ -148,7 +148,7 @@ def cmd_gates(root: Path, as_json: bool) -> int:
     from console.engine.gates.plugins import PluginError
     from console.engine.gates.toolenv import tool_environ
     from console.engine.llm import LlmClient
-    from console.engine.safegit import GitFailed, run_git
+    from console.engine.safegit import GitFailed, GitRefused, run_git
     from console.sdd.gate_config import GateConfigError
     from console.sdd.gate_records import write_gate_run
     from console.sdd.metric_codec import encode_gate_report
@@ -157,6 +157,8 @@ def cmd_gates(root: Path, as_json: bool) -> int:
 
     try:  # the engine's safe git: minimal environment, no repository-run programs
         run_git(["rev-parse", "--absolute-git-dir"], root, work_tree=False)
+    except GitRefused as exc:
+        raise UsageError(f"gates refused: {exc.line}") from None
     except (GitFailed, OSError):
         raise UsageError(f"{root} is not a git repository; gates run on its working-tree "
                          "diff") from None

@@ -52,7 +52,7 @@ from console.engine.knowledge import knowledge_section
 from console.engine.orphans import PROJECT_MARKER, SESSION_MARKER, kill_session, proc_start_ticks
 from console.engine.review import MultiJudgeReview
 from console.engine.review import feedback as review_feedback
-from console.engine.roles import Role, load_role, render_prompt
+from console.engine.roles import Role, RoleBook, render_prompt
 from console.engine.safegit import child_env
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
@@ -93,6 +93,7 @@ class AttemptRunner:
         self.janitor = janitor
         self.events = events
         self.engine_session = engine_session
+        self.roles = RoleBook(paths.root, config.roles_dir)  # as trusted, at the start
         self._phases: dict[str, tuple[str, str, int]] = {}  # session -> its stage
         self._reports: dict[str, AgentReport] = {}  # session -> what its CLI reported
 
@@ -129,7 +130,7 @@ class AttemptRunner:
         attempt = int(task.metadata.get("attempt", 0)) + 1
         session = running.session
         branch = f"bernstein/{task.id}-{attempt}"
-        role = load_role(task.role, self.paths.root / self.config.roles_dir)
+        role = self.roles.load(task.role)
         adapter = planned_adapter(task, self.config.agents, os.environ)
         step = self.chains.plan(task, role, adapter)  # on that adapter's own ladder
         worktree = self.paths.sdd / "worktrees" / session

@@ -3,22 +3,26 @@
 An agent gets a worktree and may run git there, so it can write the config, hooks and
 attributes of the project's repository; the operator's own git would run them later.
 The guard keeps a copy of those files from before the first of the attempts running
-at once, and when an attempt ends puts back whatever differs (contents, new and
-removed files), returning one line that names what was changed.
+at once, and puts back whatever differs (contents, new and removed files) before every
+step the engine takes after an agent ran (its commit, the landing's fetch, merge and
+push: `check`) and when an attempt ends (`end`), returning one line that names what
+was changed. A worktree's own admin files (`config.worktree`, `info/attributes` under
+`.git/worktrees/<name>/`) do not exist when the engine makes it: `clear` removes them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
 
-from console.engine.safegit import git_env
+from console.sdd.repo_config import parse
 
 GUARDED = ("config", "config.worktree", "info/attributes")
+#: what an agent could add under its worktree's admin dir for its worktree's git to read
+WORKTREE_OWN = ("config.worktree", "info/attributes")
 HOOKS = "hooks"
 MAX_FILE = 4 * 1024 * 1024
 
@@ -45,22 +49,9 @@ def _data(state: State | None) -> bytes | None:
 
 def _keys(data: bytes | None) -> dict[str, tuple[str, ...]]:
     """A config file's settings, parsed by git itself (no includes followed)."""
-    if not data:
-        return {}
-    with tempfile.NamedTemporaryFile(prefix="bt-gitconfig-") as handle:
-        handle.write(data)
-        handle.flush()
-        try:
-            done = subprocess.run(["git", "config", "--file", handle.name, "--list", "-z"],
-                                  env=git_env(), capture_output=True, timeout=30, check=False,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return {}
     found: dict[str, list[str]] = {}
-    for entry in done.stdout.decode("utf-8", "replace").split("\0"):
-        if entry:
-            key, _, value = entry.partition("\n")
-            found.setdefault(key, []).append(value)
+    for key, value in (parse(data) or []) if data else []:
+        found.setdefault(key, []).append(value)
     return {k: tuple(v) for k, v in found.items()}
 
 
@@ -93,14 +84,40 @@ class GitMetaGuard:
         """Restore what changed; the one line saying so, or None when nothing did."""
         with self._lock:
             self._active = max(0, self._active - 1)
-            changed = self._unlink_dirs()
-            for name in sorted(self._files() | set(self._saved)):
-                before = self._saved.get(name)
-                now = _state(self.git_dir / name)
-                if now == before:
-                    continue
-                changed.append(self._describe(name, before, now))
-                self._restore(self.git_dir / name, before)
+            return self._put_back()
+
+    def check(self) -> str | None:
+        """While attempts run: restore what changed since the snapshot (before a step
+        the engine takes after an agent ran); the line saying so, or None."""
+        with self._lock:
+            return self._put_back() if self._active else None
+
+    @staticmethod
+    def clear(admin: Path) -> str | None:
+        """Remove the files an agent may have added to its worktree's own admin dir
+        (`admin` is `.git/worktrees/<name>`); the line saying so, or None."""
+        said: list[str] = []
+        for name in WORKTREE_OWN if not admin.is_symlink() else ():
+            path = admin / name
+            if os.path.lexists(path) and not path.parent.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()  # the name only: never a link's target
+                said.append(f"worktrees/{admin.name}/{name} added")
+        if not said:
+            return None
+        return ("an agent changed its worktree's git metadata (" + "; ".join(said)
+                + "); removed")
+
+    def _put_back(self) -> str | None:
+        """Under the lock: put back what differs from the snapshot."""
+        changed = self._unlink_dirs()
+        for name in sorted(self._files() | set(self._saved)):
+            before = self._saved.get(name)
+            now = _state(self.git_dir / name)
+            if now == before:
+                continue
+            changed.append(self._describe(name, before, now))
+            self._restore(self.git_dir / name, before)
         if not changed:
             return None
         return ("an agent changed the repository's git metadata (" + "; ".join(changed)

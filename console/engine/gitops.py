@@ -3,8 +3,9 @@
 Merges happen in the project's own checkout of the base branch, one at a time;
 a conflict aborts the merge and names the conflicting files. Every command goes
 through safegit (minimal environment, no repository-controlled programs), and what
-an agent writes into the repository's config or hooks is put back when its
-attempt ends (gitguard).
+an agent writes into the repository's config or hooks is put back before every step
+the engine takes after an agent ran (its commit, the merge) and when its attempt
+ends (gitguard).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from console.engine.errors import EngineError
 from console.engine.gitguard import GitMetaGuard
-from console.engine.safegit import NO_DIFF_PROGRAMS, GitFailed, run_git
+from console.engine.safegit import NO_DIFF_PROGRAMS, GitFailed, GitRefused, run_git
 from console.sdd.confine import real_dir, remove_tree
 
 IDENTITY = ("-c", "user.name=bernstein-tui", "-c", "user.email=engine@bernstein-tui.invalid",
@@ -64,6 +65,8 @@ class GitRepo:
             bare, git_dir, common = self._git().execute(
                 ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir",
                  "--git-common-dir"], work_tree=False).splitlines()[:3]
+        except GitRefused as exc:
+            raise EngineError(exc.line) from None
         except (GitFailed, ValueError):
             raise EngineError(f"{root} is not a git repository; the engine needs one "
                               "(the console still watches)") from None
@@ -85,7 +88,7 @@ class GitRepo:
         self.meta = GitMetaGuard(self.common_dir)
         self.check_admin()
         self.on_note: Callable[[str], object] | None = None  # where put-back notes are said
-        self._guarded: set[Path] = set()  # attempts' worktrees, while they run
+        self._guarded: dict[Path, Path | None] = {}  # attempts' worktrees → admin dirs
         if not self._valid("HEAD"):
             raise EngineError(f"{root} has no commits yet; commit once so agents can branch "
                               "from it")
@@ -135,7 +138,29 @@ class GitRepo:
                     raise EngineError(f"cannot create worktree {path.name} on {branch}: "
                                       f"{exc.line}") from None
             self.meta.begin()  # before its agent can write the shared config or hooks
-            self._guarded.add(path)
+            self._guarded[path] = self._admin_dir(path)
+
+    def _admin_dir(self, worktree: Path) -> Path | None:
+        """The worktree's own admin dir (`.git/worktrees/<name>`), as git made it."""
+        try:
+            found = Path(self._git(worktree).execute(
+                ["git", "rev-parse", "--absolute-git-dir"], work_tree=False))
+        except GitFailed:
+            return None
+        found = found.resolve()
+        return found if found.parent == self.common_dir / "worktrees" else None
+
+    def check_meta(self, worktree: Path | None = None) -> None:
+        """Before a step the engine takes after an agent ran: put back what any running
+        agent changed in the shared git metadata (and remove what `worktree`'s agent
+        added to its own admin dir), saying so."""
+        notes = [self.meta.check()]
+        admin = self._guarded.get(worktree) if worktree is not None else None
+        if admin is not None:
+            notes.append(self.meta.clear(admin))
+        for note in notes:
+            if note and self.on_note is not None:
+                self.on_note(note)
 
     def _add_worktree(self, cmd: _Git, path: Path, branch: str, start: str | None) -> None:
         if path.exists():
@@ -160,6 +185,7 @@ class GitRepo:
     def commit_all(self, worktree: Path, message: str) -> tuple[str, ...]:
         """Commit everything the agent changed; return the files changed against base."""
         cmd = self._git(worktree)
+        self.check_meta(worktree)
         try:
             cmd.execute(["git", "add", "-A"])
             status = cmd.execute(["git", "status", "--porcelain"])
@@ -181,6 +207,7 @@ class GitRepo:
 
     def merge(self, branch: str, message: str) -> MergeResult:
         with self.lock:
+            self.check_meta()
             cmd = self._git()
             try:
                 current = cmd.execute(["git", "symbolic-ref", "--short", "HEAD"]).strip()
@@ -269,7 +296,7 @@ class GitRepo:
         cmd = self._git()
         with self.lock:
             if path in self._guarded:  # its attempt is over: nothing it wrote stays
-                self._guarded.discard(path)
+                del self._guarded[path]
                 note = self.meta.end()
                 if note and self.on_note is not None:
                     self.on_note(note)

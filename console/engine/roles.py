@@ -1,16 +1,25 @@
 """Role templates (seed 001): templates/roles/{role}/ with system_prompt.md,
 task_prompt.md ({{TASK_TITLE}}, {{TASK_DESCRIPTION}}, {{FILES}}) and config.yaml
 (model, effort, max_tasks_per_session). Built-in defaults cover the seven roles;
-any new directory is a custom role."""
+any new directory is a custom role.
+
+The engine reads them once, when it starts (RoleBook): they are part of what the
+operator trusted (the trust hash's `templates/`), so a template an agent's merged
+work changes steers no attempt until the operator trusts the project again and the
+engine restarts. A role's name comes from a ticket: it only ever picks one of the
+directories read at the start, never builds a path."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from console.model import Task
+from console.sdd.confine import UnsafePath, is_safe_id, within
 from console.sdd.fileio import read_regular_file
 from console.sdd.safe_yaml import load_yaml
 
@@ -83,6 +92,28 @@ def load_role(name: str, roles_dir: Path) -> Role:
                 except (TypeError, ValueError):
                     max_tasks = 1
     return Role(name, system, task_prompt, model, effort, max_tasks, source, configured)
+
+
+class RoleBook:
+    """The project's role templates as they were when the engine started."""
+
+    def __init__(self, root: Path, relative: str) -> None:
+        self.roles: dict[str, Role] = {}
+        try:
+            roles_dir = within(root, relative, what="roles_dir")
+        except (UnsafePath, ValueError):
+            return  # a roles_dir leaving the project: the built-in roles only
+        if roles_dir.is_symlink() or not roles_dir.is_dir():
+            return
+        with contextlib.suppress(OSError):
+            for entry in sorted(roles_dir.iterdir()):
+                if is_safe_id(entry.name) and entry.is_dir() and not entry.is_symlink():
+                    self.roles[entry.name] = load_role(entry.name, roles_dir)
+
+    def load(self, name: str) -> Role:
+        """The role read at the start, else the built-in (or generic) one."""
+        found = self.roles.get(name)
+        return found if found is not None else load_role(name, Path(os.devnull))
 
 
 def available_roles(roles_dir: Path) -> list[str]:

@@ -8,9 +8,14 @@ environment of whoever runs git. So every git command the engine runs
 - gets only PATH, HOME, the locale and the project marker (no API keys, tokens or
   cloud credentials; no inherited GIT_* either), with system and global config off;
 - carries `-c` overrides that switch off every config key that runs a program, and
-  neutralises the filter and merge drivers the repository's config defines (their
-  names are free, so they are read first: a driver added between that read and the
-  command is the one window left, and the config guard restores it after the attempt).
+  neutralises every filter, merge and diff driver the config files git reads there
+  define, and every one the repository's attribute files name (their names are free,
+  so they are read first: a driver added between that read and the command is the
+  one window left, and the config guard restores it before the engine's next step);
+- is refused, with one line naming the file and key, in a repository whose config
+  includes another file (`include.path`, `includeIf.<condition>.path`): what an
+  include sets can depend on the branch or worktree git runs in, so it is never
+  followed, and a driver whose name a `-c` cannot carry (it holds `=`) is refused too.
 
 GitPython cannot do this (`Git.execute` merges os.environ into every command), so
 git runs here through subprocess with an explicit environment.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,6 +53,13 @@ SAFE_CONFIG: tuple[tuple[str, str], ...] = (
     ("merge.verifySignatures", "false"),
     ("log.showSignature", "false"),
     ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.defaultKeyCommand", "false"),
+    ("core.alternateRefsCommand", "true"),  # prints no refs
+    ("core.attributesFile", os.devnull),  # attributes only from the repository itself
+    ("fetch.recurseSubmodules", "false"),
+    ("push.recurseSubmodules", "no"),
     ("merge.stat", "false"),
     ("maintenance.auto", "false"),
     ("gc.auto", "0"),
@@ -92,35 +105,121 @@ def _options(pairs: Sequence[tuple[str, str]]) -> list[str]:
     return out
 
 
-def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
-    """`-c` pairs that switch off every filter, merge and diff driver the config defines."""
-    try:
-        listed = subprocess.run(["git", *_options(SAFE_CONFIG), "config", "--list", "-z",
-                                 "--includes"], cwd=cwd, env=dict(env), capture_output=True,
-                                stdin=subprocess.DEVNULL, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    pairs: list[tuple[str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for entry in listed.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        match = _DRIVER.match(entry.split("\n", 1)[0])
-        if match is None or (match[1].lower(), match[2]) in seen:
-            continue
-        kind, name = match[1].lower(), match[2]
-        seen.add((kind, name))
-        if kind == "filter":  # an empty command is no filter; not required, so no error
-            pairs += [(f"filter.{name}.{k}", "") for k in ("clean", "smudge", "process")]
-            pairs.append((f"filter.{name}.required", "false"))
-        elif kind == "merge":  # the file merges as a conflict instead of running a program
-            pairs.append((f"merge.{name}.driver", "false"))
-        else:  # content diffs also pass NO_DIFF_PROGRAMS; an identity textconv runs nothing
-            pairs += [(f"diff.{name}.textconv", "cat"), (f"diff.{name}.command", "false")]
-    return pairs
+class GitRefused(GitFailed):
+    """The repository's config is one the engine runs no git in; `line` names the file
+    and the key."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(["config"], -1, line)
 
 
+#: attribute files are data: read this much of each, no more
+ATTRIBUTES_MAX = 1024 * 1024
+_ATTR_DRIVER = re.compile(rb"(?:^|\s)(filter|merge|diff)=(\S+)")
+
+
+#: drivers git has built in: an attribute naming one is ordinary (`merge=union`,
+#: `diff=python`); they are switched off only when the config redefines them
+BUILT_IN = {"merge": frozenset({"text", "binary", "union"}),
+            "diff": frozenset({"ada", "bash", "bibtex", "cpp", "csharp", "css", "dts",
+                               "elixir", "fortran", "fountain", "golang", "html", "java",
+                               "kotlin", "markdown", "matlab", "objc", "pascal", "perl",
+                               "php", "python", "ruby", "rust", "scheme", "tex"}),
+            "filter": frozenset()}
+#: the 3-way text merge git does for a driver name no config defines, by git itself
+TEXT_MERGE = "git merge-file --marker-size=%L %A %O %B"
 #: a child's git cannot be given --no-ext-diff, so its external diff is plain diff(1):
 #: the unified diff of the two versions git hands it (path, old file, …, new file, …)
 PLAIN_DIFF = "sh -c 'diff -u --label \"a/$1\" --label \"b/$1\" -- \"$2\" \"$5\" || true' --"
+
+
+def _neutralise(kind: str, name: str, defined: bool) -> list[tuple[str, str]]:
+    """Pairs that leave driver `name` running no program. A name only attribute files
+    give (`defined` False) behaves as git treats an undefined one: no filter, a text
+    merge, a plain diff; one the config defines runs none of what it says."""
+    if kind == "filter":  # an empty command is no filter; not required, so no error
+        return [*((f"filter.{name}.{k}", "") for k in ("clean", "smudge", "process")),
+                (f"filter.{name}.required", "false")]
+    if kind == "merge":  # a defined one merges as a conflict instead of running a program
+        return [(f"merge.{name}.driver", "false"), (f"merge.{name}.recursive", "binary")] \
+            if defined else [(f"merge.{name}.driver", TEXT_MERGE)]
+    # content diffs also pass NO_DIFF_PROGRAMS; an identity textconv runs nothing
+    return [*([(f"diff.{name}.textconv", "cat")] if defined else []),
+            (f"diff.{name}.command", PLAIN_DIFF)]
+
+
+def _attribute_names(files: Sequence[Path]) -> set[tuple[str, str]]:
+    """The driver names these attribute files (and their macros) refer to."""
+    found: set[tuple[str, str]] = set()
+    for path in files:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                continue
+            data = handle.read(ATTRIBUTES_MAX)
+        for match in _ATTR_DRIVER.finditer(data):
+            name = match[2].decode("utf-8", "surrogateescape")
+            if "=" not in name:  # one no config can define for a -c to be needed
+                found.add((match[1].decode(), name))
+    return found
+
+
+def _config_entries(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(file, key) of every setting in the config files git reads in `cwd`, includes
+    not followed (the command line's own left out)."""
+    try:
+        listed = subprocess.run(["git", *_options(SAFE_CONFIG), "config", "--list", "-z",
+                                 "--no-includes", "--show-origin"], cwd=cwd, env=dict(env),
+                                capture_output=True, stdin=subprocess.DEVNULL, timeout=30,
+                                check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    fields = listed.stdout.decode("utf-8", "surrogateescape").split("\0")
+    out = []
+    for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
+        if origin.startswith("file:"):
+            out.append((origin.removeprefix("file:"), entry.split("\n", 1)[0]))
+    return out
+
+
+def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """`-c` pairs that switch off every filter, merge and diff driver the config git reads
+    in `cwd` defines, and every one the repository's attributes name (`info/attributes`,
+    the checkout's top `.gitattributes`). GitRefused when that config includes another
+    file, or defines a driver no `-c` can name."""
+    names: set[tuple[str, str]] = set()
+    common: Path | None = None
+    for where, key in _config_entries(cwd, env):
+        low = key.lower()
+        if low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
+            raise GitRefused(f"{where}: {key} — the engine runs no git in a repository "
+                             "whose config includes another file (what it sets can "
+                             "depend on the branch); remove the include")
+        if Path(where).name == "config" and common is None:
+            common = (cwd / where).parent
+        match = _DRIVER.match(key)
+        if match is None:
+            continue
+        if "=" in match[2]:
+            raise GitRefused(f"{where}: {key} — a driver name holding '=' cannot be "
+                             "switched off; the engine runs no git in this repository")
+        names.add((match[1].lower(), match[2]))
+    attributes = [cwd / ".gitattributes"]
+    if common is not None:
+        attributes.append(common / "info" / "attributes")
+    named = {(kind, name) for kind, name in _attribute_names(attributes)
+             if name not in BUILT_IN[kind]} - names
+    pairs: list[tuple[str, str]] = []
+    for kind, name in sorted(names):
+        pairs += _neutralise(kind, name, True)
+    for kind, name in sorted(named):
+        pairs += _neutralise(kind, name, False)
+    return pairs
+
+
 #: what a child program's own git keeps: it may fetch (a project's tests, an agent)
 CHILD_KEEPS = frozenset({"protocol.allow"})
 

@@ -10,7 +10,11 @@ pushed and was killed before it could report) is never merged twice.
 
 Fetch and push go through the engine's safe git, with the transports a remote needs
 allowed back (file, ssh, https; never ext:: or other programs), the ssh agent's socket,
-a time limit, and nothing else.
+a time limit, and nothing else. They name the programs the other side runs
+(`git-upload-pack`, `git-receive-pack`): a `remote.<name>.uploadpack` or `receivepack`
+in the config (which a local remote would run here, through the shell) is never used.
+Before each, what running agents changed in the git metadata (the remote's URL, say)
+is put back (gitguard).
 """
 
 from __future__ import annotations
@@ -33,8 +37,12 @@ TRAILER = "Bernstein-Task"
 ENGINE_EMAIL = next(o.split("=", 1)[1] for o in IDENTITY if o.startswith("user.email="))
 #: transports allowed back for fetch and push (safegit sets protocol.allow=never)
 NETWORK = ("-c", "protocol.file.allow=always", "-c", "protocol.ssh.allow=always",
-           "-c", "protocol.https.allow=always", "-c", "core.sshCommand=ssh")
+           "-c", "protocol.https.allow=always", "-c", "core.sshCommand=ssh",
+           "-c", "http.saveCookies=false")  # a config's cookie file is never written
 _BRANCH = re.compile(r"bernstein/(?P<task>[A-Za-z0-9._-]+)-\d+")
+#: the programs a fetch and a push run on the other side, whatever the config says
+UPLOAD_PACK = "--upload-pack=git-upload-pack"
+RECEIVE_PACK = "--receive-pack=git-receive-pack"
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
 
 
@@ -69,7 +77,9 @@ class SharedRemoteRepo(GitRepo):
 
     def _net(self, args: list[str]) -> str:
         """A fetch or push: the transports allowed back, the ssh agent reachable, and a
-        time limit (a remote that hangs fails the attempt, not the worker)."""
+        time limit (a remote that hangs fails the attempt, not the worker); the git
+        metadata as it was before any agent ran."""
+        self.check_meta()
         return run_git([*NETWORK, *args], self.root, marker=self.marker,
                        timeout_s=NETWORK_S, pass_env=("SSH_AUTH_SOCK",))
 
@@ -78,7 +88,8 @@ class SharedRemoteRepo(GitRepo):
     def fetch(self) -> None:
         """The remote's base into refs/remotes/<remote>/<base>; EngineError when it fails."""
         try:
-            self._net(["fetch", "-q", "--no-tags", self.remote,
+            self._net(["fetch", "-q", "--no-tags", "--no-recurse-submodules", UPLOAD_PACK,
+                       self.remote,
                        f"+refs/heads/{self.base}:{self.tracking}"])
         except GitFailed as exc:
             raise EngineError(f"cannot fetch {self.base} from {self.remote}: {exc.line}"
@@ -160,7 +171,8 @@ class SharedRemoteRepo(GitRepo):
                 if not merged.ok:
                     return merged
                 try:
-                    self._net(["push", "-q", "--porcelain", self.remote,
+                    self._net(["push", "-q", "--porcelain", "--no-recurse-submodules",
+                               RECEIVE_PACK, self.remote,
                                f"HEAD:refs/heads/{self.base}"])
                 except GitFailed as exc:
                     self._run(["reset", "--hard", "-q", before])  # undo the local merge

@@ -11,6 +11,12 @@ it that configures code to run —
   (its target text), never followed — and the plugin loader refuses links, so what is
   hashed is what runs.
 
+* the repository's git config (`.git/config`, `config.worktree` and the includes they
+  lead to inside the project, console.sdd.repo_config): the settings git would apply,
+  less the routine ones git writes in ordinary work (tracking branches, the author);
+* the role templates (`templates/`, and the `roles_dir` bernstein.yaml names when it
+  is elsewhere in the project): they pick each role's model and system prompt.
+
 `.sdd/config.yaml` is not hashed: nothing in it runs code (Bernstein's server port and
 runtime knobs). Tickets are work, not configuration: their `test_passes` commands and
 `api_responds` URLs run only in a trusted project's engine.
@@ -34,7 +40,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from console.sdd import repo_config
 from console.sdd.fileio import atomic_write_bytes, read_regular_file
+from console.sdd.role_templates import role_lines, roles_dir
 from console.sdd.sanitize import display_text
 from console.sdd.user_dirs import user_config_dir
 
@@ -42,7 +50,7 @@ TRUST_FILE_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024  # load_config's own cap: hashed exactly as it is read
 MAX_ENTRIES = 10_000  # under .bernstein/
 MAX_HASHED_BYTES = 256 * 1024 * 1024
-PARTS = ("bernstein.yaml", ".bernstein/", ".sdd/missions/")
+PARTS = ("bernstein.yaml", ".bernstein/", ".sdd/missions/", ".git/config", "templates/")
 
 
 class TrustError(Exception):
@@ -157,13 +165,24 @@ def _config_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+def _templates_digest(root: Path) -> str:
+    """`templates/`, and the roles directory bernstein.yaml names when it is elsewhere."""
+    digest = hashlib.sha256(_tree_digest(root, "templates").encode())
+    roles = roles_dir(root)
+    if roles is not None and not roles.startswith("templates/"):
+        digest.update(f"\0{roles}\0{_tree_digest(root, roles)}".encode())
+    return digest.hexdigest()
+
+
 def fingerprint(root: Path) -> Fingerprint:
     """The hash of what can run code in `root`; TrustError when it cannot be taken."""
     try:
         # missions' notify channels make the engine POST to URLs: trusted like the rest
         return Fingerprint({"bernstein.yaml": _config_digest(root),
                             ".bernstein/": _tree_digest(root),
-                            ".sdd/missions/": _tree_digest(root, ".sdd/missions")})
+                            ".sdd/missions/": _tree_digest(root, ".sdd/missions"),
+                            ".git/config": repo_config.digest(root),
+                            "templates/": _templates_digest(root)})
     except OSError as exc:
         raise TrustError(f"cannot read {exc.filename or root}: {exc.strerror or exc}") from None
 
@@ -362,5 +381,7 @@ def what_runs(root: Path) -> list[str]:
     if plugins.is_dir() and not plugins.is_symlink():
         lines += [f"gate plugin (imported into this process): .bernstein/gates/{p.name}"
                   for p in sorted(plugins.glob("*.py"))]
+    lines += role_lines(root)
+    lines += repo_config.runnable(root)
     lines.append("tickets' test_passes commands and api_responds checks")
     return [display_text(line) for line in lines]

@@ -199,6 +199,7 @@ def test_the_gates_command_runs_no_program_the_repository_config_names(tmp_path:
                       ("filter.evil.smudge", "smudge"), ("diff.external", "external"),
                       ("diff.evil.textconv", "textconv"), ("core.pager", "pager")):
         git(root, "config", key, dump.format(name))
+    retrust(root)  # the git config is part of what is trusted (#32): trusted, it still runs nothing
     env = {**os.environ, "OPENAI_API_KEY": CANARY}
     run = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "gates", "--json"],
                          capture_output=True, text=True, env=env, timeout=300)

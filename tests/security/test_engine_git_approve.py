@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import trusted
 from tests.test_evolution import _propose, git, make_project
 
 
@@ -25,6 +26,7 @@ def test_approve_runs_no_program_the_repository_config_names(tmp_path: Path) -> 
     git(root, "config", "diff.external", f"sh -c 'env > {markers}/diff.env' --")
     (root / ".git" / "info").mkdir(exist_ok=True)
     (root / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    trusted(root)  # the git config is part of what is trusted (#32): trusted, it runs nothing
     pid = _propose(root, "Format before lint", "bernstein.yaml",
                    (root / "bernstein.yaml").read_text() + "# approved\n")
     env = {**os.environ, "OPENAI_API_KEY": "sk-secret-canary"}

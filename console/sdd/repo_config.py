@@ -1,0 +1,185 @@
+"""The repository's git config as data (DESIGN §7), for the trust hash and for saying
+what it can run or steer.
+
+Its files are read as bytes with a size limit, without blocking on a FIFO, and parsed
+by git itself (`git config --file - --list -z --no-includes` on the bytes read: git's
+own parser, given no repository, following nothing and running nothing). Includes
+are followed here only while they stay inside the project or its git directory
+(a chain of at most MAX_DEPTH); one that leads elsewhere is hashed as its path and
+named as not read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_MAX = 1024 * 1024
+MAX_DEPTH = 10  # git's own limit on nested includes
+MAX_FILES = 64  # config files and includes read, in all
+#: settings git writes in ordinary work that run nothing and steer none of the engine's
+#: git (a tracking branch, the author): left out of the hash, so they need no re-trust
+_ROUTINE = re.compile(r"^(branch\..+\.(remote|merge|rebase|description)|user\.(name|email))$",
+                      re.DOTALL)
+#: settings that name a program git runs, or steer where its data goes
+_RUNS = re.compile(
+    r"^(core\.(fsmonitor|hookspath|sshcommand|gitproxy|pager|editor|askpass|worktree"
+    r"|attributesfile|alternaterefscommand)|sequence\.editor|diff\.external"
+    r"|credential\.(.+\.)?helper|gpg\.(.+\.)?program|gpg\.ssh\.defaultkeycommand"
+    r"|filter\..+\.(clean|smudge|process)|diff\..+\.(command|textconv)"
+    r"|merge\..+\.driver|remote\..+\.(url|pushurl|uploadpack|receivepack|vcs|proxy)"
+    r"|url\..+\.(insteadof|pushinsteadof)|include\.path|includeif\..+\.path|pager\..+"
+    r"|alias\..+|trailer\..+\.(command|cmd)|(merge|diff)tool\..+\.cmd"
+    r"|interactive\.difffilter|uploadpack\.packobjectshook)$", re.DOTALL)
+
+
+def _is_include(key: str) -> bool:
+    low = key.lower()
+    return low == "include.path" or (low.startswith("includeif.") and low.endswith(".path"))
+
+
+def parse(data: bytes) -> list[tuple[str, str]] | None:
+    """A config file's settings in order (key lowercased as git prints it), or None
+    when git cannot parse it (or cannot run)."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C",
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "HOME": os.devnull, "GIT_CEILING_DIRECTORIES": os.sep}
+    try:
+        done = subprocess.run(["git", "config", "--file", "-", "--list", "-z",
+                               "--no-includes"], input=data, cwd=os.sep, env=env,
+                              capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    out = []
+    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            key, _, value = entry.partition("\n")
+            out.append((key, value))
+    return out
+
+
+def _read(path: Path) -> tuple[bytes | None, str]:
+    """(contents, "") or (None, why not): a regular file, at most CONFIG_MAX bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None, "not a regular file"
+        data = handle.read(CONFIG_MAX + 1)
+    if len(data) > CONFIG_MAX:
+        return None, f"over {CONFIG_MAX >> 10} KiB"
+    return data, ""
+
+
+def git_dir(root: Path) -> Path | None:
+    """The repository's common git directory as git would find it from `root` (a `.git`
+    directory, or a `.git` file's `gitdir:` and that dir's `commondir`)."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return dot
+    data, _ = _read(dot)
+    if data is None or not data.startswith(b"gitdir: "):
+        return None
+    where = (root / os.fsdecode(data[8:].strip())).resolve()
+    common, _ = _read(where / "commondir")
+    return (where / os.fsdecode(common.strip())).resolve() if common else where
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    shown: str  # its path as the operator reads it (relative to the project when inside)
+    path: Path
+    settings: list[tuple[str, str]] | None  # None: absent, unreadable or unparseable
+    data: bytes | None
+    problem: str = ""  # why it is not read ("absent", "outside the project", …)
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def config_files(root: Path) -> Iterator[ConfigFile]:
+    """The repository's config files and the includes they lead to, each once."""
+    real = root.resolve()
+    common = git_dir(real)
+    if common is None:
+        return
+    allowed = (real, common.resolve())
+    queue = [(common / "config", 0), (common / "config.worktree", 0)]
+    seen: set[Path] = set()
+    while queue:
+        path, depth = queue.pop(0)
+        if len(seen) >= MAX_FILES:
+            yield ConfigFile(_shown(path, real), path, None, None,
+                             f"past {MAX_FILES} included files: not read")
+            return
+        resolved = path.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        shown = _shown(path, real)
+        if depth and not any(resolved.is_relative_to(top) for top in allowed):
+            yield ConfigFile(shown, path, None, None, "outside the project: not read")
+            continue
+        data, problem = _read(path)
+        if data is None:
+            yield ConfigFile(shown, path, None, None, problem)
+            continue
+        settings = parse(data)
+        yield ConfigFile(shown, path, settings, data, "" if settings is not None
+                         else "git cannot parse it")
+        for key, value in settings or ():
+            if _is_include(key) and value and depth < MAX_DEPTH:
+                target = Path(os.path.expanduser(value)) if value.startswith("~") \
+                    else path.parent / value
+                queue.append((target, depth + 1))
+
+
+def digest(root: Path) -> str:
+    """The hash of the repository's config (and its includes): every setting but the
+    routine ones, or the raw bytes of a file git cannot parse."""
+    whole = hashlib.sha256()
+    for found in config_files(root):
+        whole.update(os.fsencode(found.shown) + b"\0")
+        if found.settings is not None:
+            for key, value in found.settings:
+                if not _ROUTINE.match(key):
+                    whole.update(os.fsencode(key) + b"=" + os.fsencode(value) + b"\n")
+        elif found.data is not None:
+            whole.update(b"bytes\0" + found.data)
+        else:
+            whole.update(found.problem.encode())
+        whole.update(b"\n")
+    return whole.hexdigest()
+
+
+def runnable(root: Path) -> list[str]:
+    """What the repository's config names that can run a program or steer git, one line
+    each (not yet sanitised)."""
+    lines = []
+    for found in config_files(root):
+        if found.problem and found.problem != "absent":
+            lines.append(f"git config {found.shown}: {found.problem}")
+        for key, value in found.settings or ():
+            if not _RUNS.match(key.lower()):
+                continue
+            note = " (the engine runs no git here while it is there)" if _is_include(key) \
+                else "" if key.startswith(("remote.", "url.")) \
+                else " (the engine's git never runs it; your own git does)"
+            lines.append(f"git config {found.shown}: {key} = {value}{note}")
+    return lines

@@ -1,0 +1,305 @@
+"""#32 point 2: git never runs a program a repository chose — not through an include
+that only matches the engine's own branches, not through a driver whose name a `-c`
+cannot carry, not through a remote's upload-pack or receive-pack, and not through
+config an agent rewrites before the engine's landing steps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from console.engine.gitops import GitRepo
+from console.engine.safegit import driver_overrides, git_env
+from console.engine.shared_remote import SharedRemoteRepo
+from console.sdd.tail import JsonlTail
+from tests.conftest import trusted
+from tests.engine_kit import SPEC_AGENT, git, make_repo, tasks, ticket
+
+
+def _marker_cmd(markers: Path, name: str) -> str:
+    """A shell command that leaves `markers/<name>.ran` and passes its input through."""
+    return f"sh -c 'touch {markers}/{name}.ran; cat' --"
+
+
+def _ran(markers: Path) -> list[str]:
+    return sorted(p.name for p in markers.glob("*.ran"))
+
+
+def _run(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                           "--until-idle"], capture_output=True, text=True, timeout=240)
+
+
+def _events(root: Path) -> list[str]:
+    path = root / ".sdd" / "runtime" / "engine_events.jsonl"
+    return [r["message"] for _, r in JsonlTail(path).read().records] if path.exists() else []
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path]:
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    (root / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "project set up")
+    return root, markers
+
+
+def test_an_include_that_only_matches_the_engines_branches_is_refused(tmp_path: Path
+                                                                      ) -> None:
+    """`includeIf "onbranch:bernstein/*"` sets a filter only where the engine's attempt
+    branches are checked out: what git applies depends on the branch and worktree it
+    runs in (and on files an include may name that a merge rewrites). The engine does
+    not reason about that: it refuses the repository, with one line, before any git."""
+    root, markers = _setup(tmp_path)
+    (root / ".git" / "evil.inc").write_text(
+        f'[filter "evil"]\n\tsmudge = {_marker_cmd(markers, "smudge")}\n'
+        f'\tclean = {_marker_cmd(markers, "clean")}\n\trequired = true\n'
+        f"[core]\n\tfsmonitor = {markers}/fsmonitor-never.sh\n")
+    git(root, "config", "includeIf.onbranch:bernstein/*.path", "evil.inc")
+    trusted(root)  # the operator trusted it as it is: the engine still runs no git here
+    ticket(root, "t1", id="T1", title="Work", description="write work.txt done")
+    run = _run(root)
+    assert _ran(markers) == [], run.stdout + run.stderr
+    said = run.stdout + run.stderr
+    assert ".git/config: includeif.onbranch:bernstein/*.path" in said, said
+    assert "Traceback" not in said
+    assert run.returncode != 0
+    assert (root / ".sdd" / "backlog" / "open" / "t1.yaml").exists()  # nothing started
+    assert not list((root / ".sdd" / "worktrees").glob("*"))
+
+
+def test_a_plain_include_is_refused_naming_the_file_and_key(tmp_path: Path) -> None:
+    root, markers = _setup(tmp_path)
+    (root / ".git" / "more.inc").write_text(
+        f'[filter "evil"]\n\tclean = {_marker_cmd(markers, "clean")}\n')
+    git(root, "config", "include.path", "more.inc")
+    trusted(root)
+    ticket(root, "t1", id="T1", title="Work", description="write work.txt done")
+    run = _run(root)
+    lines = [line for line in (run.stdout + run.stderr).splitlines()
+             if ".git/config: include.path" in line]
+    assert len(lines) == 1, run.stdout + run.stderr
+    assert "remove the include" in lines[0]
+    assert _ran(markers) == []
+
+
+def test_a_driver_whose_name_a_c_option_cannot_carry_never_runs(tmp_path: Path) -> None:
+    """`-c filter.x=y.clean=` is read by git as `filter.x` = `y.clean=`: a driver named
+    `x=y` (committed in .gitattributes, defined in the config) would stay live."""
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    (root / ".gitattributes").write_text("*.txt filter=x=y\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    for key in ("clean", "smudge"):
+        git(root, "config", f"filter.x=y.{key}", _marker_cmd(markers, key))
+    trusted(root)
+    ticket(root, "t1", id="T1", title="Work", description="write work.txt done")
+    run = _run(root)
+    assert _ran(markers) == [], run.stdout + run.stderr
+    said = run.stdout + run.stderr
+    assert ".git/config: filter.x=y.clean" in said and "'='" in said, said
+    assert "Traceback" not in said
+
+
+def test_drivers_named_by_attribute_files_are_switched_off_too(tmp_path: Path) -> None:
+    """A driver the config does not define (yet: an agent racing the engine's read)
+    but `info/attributes` or the checkout's `.gitattributes` names is switched off —
+    as git treats an undefined name (no filter, a text merge, a plain diff), so the
+    project's merges and diffs work as before; git's built-in drivers are left alone."""
+    root = make_repo(tmp_path)
+    (root / ".git" / "info" / "attributes").write_text("[attr]sneaky filter=late\n* sneaky\n")
+    (root / ".gitattributes").write_text("*.txt diff=later merge=latest\n"
+                                         "*.md merge=union diff=python\n")
+    pairs = dict(driver_overrides(root, git_env()))
+    assert pairs["filter.late.clean"] == "" and pairs["filter.late.required"] == "false"
+    assert pairs["merge.latest.driver"].startswith("git merge-file ")
+    assert pairs["diff.later.command"].startswith("sh -c 'diff -u ")
+    assert not [k for k in pairs if k.startswith(("merge.union.", "diff.python."))]
+    # and a merge through the attribute-only driver is git's own text merge
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    (root / "notes.txt").write_text("one\ntwo\nthree\nfour\nfive\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "notes")
+    repo = GitRepo(root)
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    (worktree / "notes.txt").write_text("ONE\ntwo\nthree\nfour\nfive\n")
+    repo.commit_all(worktree, "first line")
+    (root / "notes.txt").write_text("one\ntwo\nthree\nfour\nFIVE\n")
+    git(root, "commit", "-qam", "last line")
+    merged = repo.merge("bernstein/T1-1", "Merge bernstein/T1-1: notes")
+    assert merged.ok, merged.message
+    assert (root / "notes.txt").read_text() == "ONE\ntwo\nthree\nfour\nFIVE\n"
+    repo.remove_worktree(worktree, "bernstein/T1-1")
+
+
+# -- landing through a shared remote ---------------------------------------------------
+
+
+def _origin(base: Path) -> Path:
+    seed = base / "seed"
+    seed.mkdir()
+    git(seed, "init", "-q", "-b", "main")
+    (seed / "README.md").write_text("# shared\n")
+    git(seed, "add", "-A")
+    git(seed, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "i")
+    origin = base / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed), str(origin)], check=True)
+    return origin
+
+
+def _land(repo: SharedRemoteRepo, agent: object = None) -> tuple[bool, str]:
+    """An attempt as the engine runs it: worktree, the agent's work (and `agent`, which
+    may write the repository's git metadata as an agent can), commit, merge and push."""
+    branch = "bernstein/T1-1"
+    worktree = repo.root / ".sdd" / "worktrees" / "T1"
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    repo.add_worktree(worktree, branch)
+    (worktree / "work.txt").write_text("the agent's work\n")
+    if callable(agent):
+        agent(worktree)
+    repo.commit_all(worktree, "work of T1")
+    merged = repo.merge(branch, "Merge bernstein/T1-1: work")
+    repo.remove_worktree(worktree, branch)
+    return merged.ok, merged.message
+
+
+def test_fetch_and_push_never_run_the_remotes_upload_or_receive_pack(tmp_path: Path
+                                                                      ) -> None:
+    origin = _origin(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    root = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(root)], check=True)
+    # a local remote's programs run here, through the shell
+    git(root, "config", "remote.origin.uploadpack", f"touch {markers}/upload.ran; git-upload-pack")
+    git(root, "config", "remote.origin.receivepack",
+        f"touch {markers}/receive.ran; git-receive-pack")
+    repo = SharedRemoteRepo(root)
+    ok, message = _land(repo)
+    assert ok, message
+    assert _ran(markers) == []
+    assert "work.txt" in git(origin, "ls-tree", "--name-only", "main")  # it did land
+
+
+def test_the_landing_puts_back_what_an_agent_wrote_into_the_git_config_first(
+        tmp_path: Path) -> None:
+    """The agent points `origin` at a repository of its own and plants an fsmonitor and
+    hooks: the landing's fetch, merge and push happen with the config as it was before
+    the agent ran — nothing runs, nothing goes to the agent's repository."""
+    origin = _origin(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    exfil = tmp_path / "exfil.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(exfil)], check=True)
+    root = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(origin), str(root)], check=True)
+    repo = SharedRemoteRepo(root)
+    notes: list[str] = []
+    repo.on_note = notes.append
+    before = (root / ".git" / "config").read_bytes()
+    exfil_refs = git(exfil, "for-each-ref")
+
+    def agent(worktree: Path) -> None:
+        hook = markers / "hook.sh"
+        hook.write_text(f"#!/bin/sh\ntouch {markers}/hook.ran\n")
+        hook.chmod(0o755)
+        for key, value in (("remote.origin.url", str(exfil)),
+                           ("core.fsmonitor", str(hook)),
+                           ("core.hooksPath", str(markers)),
+                           ("include.path", str(markers / "nothing.inc"))):
+            subprocess.run(["git", "config", key, value], cwd=worktree, check=True)
+        for name in ("pre-push", "post-merge", "reference-transaction"):
+            (markers / name).write_text(f"#!/bin/sh\ntouch {markers}/{name}.ran\n")
+            (markers / name).chmod(0o755)
+
+    ok, message = _land(repo, agent)
+    assert ok, message
+    assert _ran(markers) == []
+    assert "work.txt" in git(origin, "ls-tree", "--name-only", "main")  # landed on origin
+    assert git(exfil, "for-each-ref") == exfil_refs  # and nothing went elsewhere
+    assert (root / ".git" / "config").read_bytes() == before
+    said = [n for n in notes if "changed the repository's git metadata" in n]
+    assert said and "remote.origin.url" in said[0] and "\n" not in said[0], notes
+
+
+INCLUDING_AGENT = r'''
+import os, subprocess, sys
+markers = sys.argv[1]
+with open(os.path.join(markers, "evil.inc"), "w") as handle:
+    handle.write('[filter "evil"]\n\tclean = sh -c "touch %s/clean.ran; cat"\n' % markers)
+for key, value in (("include.path", os.path.join(markers, "evil.inc")),
+                   ("core.fsmonitor", os.path.join(markers, "nothing"))):
+    subprocess.run(["git", "config", key, value], check=True)
+with open(".gitattributes", "w") as handle:
+    handle.write("* filter=evil\n")
+with open("work.txt", "w") as handle:
+    handle.write("the agent's work\n")
+print("planted")
+'''
+
+
+def test_an_agents_include_is_put_back_before_the_engine_commits_its_work(tmp_path: Path
+                                                                          ) -> None:
+    """A real attempt: the agent adds an include (and an fsmonitor) to the shared config.
+    The engine's next step (its commit of the work, then the merge) finds the config as
+    it was: the work lands, nothing runs, and the operator is told."""
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    agent = tmp_path / "including_agent.py"
+    agent.write_text(INCLUDING_AGENT)
+    config = root / "bernstein.yaml"
+    text = config.read_text().replace(
+        f"[{json.dumps(sys.executable)}, {json.dumps(str(SPEC_AGENT))}]",
+        json.dumps([sys.executable, str(agent), str(markers)]))
+    config.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "project set up")
+    trusted(root)
+    before = (root / ".git" / "config").read_bytes()
+    ticket(root, "t1", id="T1", title="Include", description="plant an include",
+           completion_signals=[{"type": "path_exists", "path": "work.txt"}])
+    run = _run(root)
+    task = tasks(root)["T1"]
+    assert task.status == "done", (task.status, task.result_summary, run.stderr)
+    assert (root / "work.txt").read_text() == "the agent's work\n"
+    assert _ran(markers) == []
+    assert (root / ".git" / "config").read_bytes() == before
+    notes = [m for m in _events(root) if "changed the repository's git metadata" in m]
+    assert notes and "include.path" in notes[0], _events(root)
+
+
+def test_what_an_agent_adds_to_its_worktrees_own_admin_dir_is_removed_first(
+        tmp_path: Path) -> None:
+    """`git config --worktree` writes `.git/worktrees/<name>/config.worktree`, which only
+    that worktree's git reads: removed before the engine commits the agent's work (its
+    drivers are switched off in any case)."""
+    root = make_repo(tmp_path)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    repo = GitRepo(root)
+    notes: list[str] = []
+    repo.on_note = notes.append
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    for args in (("extensions.worktreeConfig", "true"),
+                 ("--worktree", "filter.wt.clean", _marker_cmd(markers, "clean"))):
+        subprocess.run(["git", "config", *args], cwd=worktree, check=True)
+    admin = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
+    assert (admin / "config.worktree").is_file()
+    (worktree / ".gitattributes").write_text("* filter=wt\n")
+    (worktree / "work.txt").write_text("work\n")
+    files = repo.commit_all(worktree, "work")
+    assert set(files) == {".gitattributes", "work.txt"}
+    assert _ran(markers) == []
+    assert not (admin / "config.worktree").exists()
+    assert any("worktrees/T1/config.worktree added" in n for n in notes), notes
+    assert any("extensions.worktreeconfig" in n for n in notes), notes
+    repo.remove_worktree(worktree, "bernstein/T1-1")
