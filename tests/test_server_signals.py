@@ -111,3 +111,20 @@ def test_an_untrusted_project_allows_nothing(tmp_path: Path) -> None:
     (root / "bernstein.yaml").write_text("cluster: {server_signals: {commands: [id]}}\n")
     assert not local_policy(root, POLICY, vouched=False).allows_any
     assert local_policy(trusted(root), POLICY, vouched=False) is POLICY
+
+
+def test_trust_lists_what_a_task_server_may_run_on_this_worker(tmp_path: Path) -> None:
+    """`trust` (and the trust dialog) name the commands and hosts a server may pick."""
+    from console.sdd.trust import what_runs
+
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "bernstein.yaml").write_text(
+        "cluster: {server_signals: {commands: ['pytest  -q'], "
+        "url_hosts: ['127.0.0.1:8000', 'ci.example.com']}}\n")
+    lines = what_runs(root)
+    assert "a task server's test_passes may run (cluster.server_signals): pytest  -q" in lines
+    assert ("a task server's api_responds may fetch from (cluster.server_signals): "
+            "127.0.0.1:8000") in lines
+    assert ("a task server's api_responds may fetch from (cluster.server_signals): "
+            "ci.example.com") in lines

@@ -377,6 +377,13 @@ def what_runs(root: Path) -> list[str]:
         evals = evolution.get("evals") if isinstance(evolution, dict) else None
         if isinstance(evals, dict):
             lines += [f"evolution eval {name}: {cmd}" for name, cmd in evals.items()]
+        signals = config.server_signals
+        lines += [f"a task server's test_passes may run (cluster.server_signals): {cmd}"
+                  for cmd in sorted(signals.commands.values())]
+        lines += [f"a task server's api_responds may fetch from (cluster.server_signals): "
+                  + (f"[{host}]" if ":" in host else host)
+                  + ("" if port is None else f":{port}")
+                  for host, port in sorted(signals.url_hosts, key=str)]
     plugins = root / ".bernstein" / "gates"
     if plugins.is_dir() and not plugins.is_symlink():
         lines += [f"gate plugin (imported into this process): .bernstein/gates/{p.name}"
