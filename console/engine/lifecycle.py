@@ -179,7 +179,8 @@ class Stopper:
                 self._stop()
             finally:
                 stopped.set()
-                self._exit_app(code)
+                with contextlib.suppress(RuntimeError):  # the app's loop already closed
+                    self._exit_app(code)
 
         threading.Thread(target=finish, name="stop-on-signal", daemon=True).start()
         stopped.wait(ENGINE_STOP_S)
