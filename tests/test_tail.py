@@ -340,3 +340,23 @@ def test_a_sparse_file_reads_as_its_bytes_do(tmp_path_factory, pieces, step, lim
                 return records, problems, tail.offset, tail.line_no
 
     assert reading(sparse) == reading(dense)
+
+
+def test_a_hole_at_the_end_then_appended_lines(tmp_path: Path) -> None:
+    """A file that ends in a hole (its line reported once, at the end of the file), then
+    has lines appended behind it: they are read, none of their bytes taken for the hole."""
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"n": 1}))
+    with open(path, "ab") as handle:
+        handle.truncate(1 << 30)
+    tail = JsonlTail(path, "x", max_line_bytes=1000)
+    batch = tail.read()
+    assert [r["n"] for _, r in batch.records] == [1] and tail.bytes_read < 1 << 20
+    assert [(p.line, p.reason) for p in batch.problems] == [
+        (2, f"line is over the 1000-byte limit (at least {(1 << 30) - 9} bytes); skipped")]
+    for n in (2, 3):
+        with open(path, "ab") as handle:
+            handle.write(b"\n" + line({"n": n}) if n == 2 else line({"n": n}))
+        batch = tail.read()
+        assert [r["n"] for _, r in batch.records] == [n] and not batch.problems
+    assert tail.line_no == 4

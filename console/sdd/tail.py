@@ -351,9 +351,22 @@ def _data_extent(fd: int, offset: int) -> tuple[int, int]:
     the file); the end of the file twice when only a hole is left. A file system that
     cannot say has one extent."""
     try:
-        start = os.lseek(fd, offset, os.SEEK_DATA)
+        start = _next_data(fd, offset)
+        if start is None:  # only a hole up to the end, or the end: as long as it is now
+            size = os.fstat(fd).st_size
+            # asked again after the size: bytes appended meanwhile are data, never a hole
+            start = _next_data(fd, offset)
+            if start is None:
+                return max(offset, size), max(offset, size)
         return start, os.lseek(fd, start, os.SEEK_HOLE)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # only a hole from here to the end
-            return max(offset, os.fstat(fd).st_size), max(offset, os.fstat(fd).st_size)
+    except OSError:
         return offset, offset + CHUNK_BYTES
+
+
+def _next_data(fd: int, offset: int) -> int | None:
+    try:
+        return os.lseek(fd, offset, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no data from `offset` to the end of the file
+            return None
+        raise
