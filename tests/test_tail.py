@@ -74,16 +74,19 @@ def test_long_line_arriving_in_pieces_does_not_grow_memory(tmp_path: Path) -> No
     path = tmp_path / "x.jsonl"
     tail = JsonlTail(path, max_line_bytes=1000)
     path.write_bytes(b'{"x": "' + b"y" * 600)
-    tail.read()
+    assert not tail.read().problems  # a half line under the limit: its writer is not done
     with open(path, "ab") as f:
         f.write(b"y" * 600)
-    tail.read()
+    batch = tail.read()
     assert len(tail._pending) == 0  # dropped once over the limit
+    # over the limit at the end of the file: said now, not only when (if) its newline comes
+    assert [(p.line, p.reason) for p in batch.problems] == [
+        (1, "line is over the 1000-byte limit (at least 1207 bytes); skipped")]
     with open(path, "ab") as f:
         f.write(b'"}\n' + line({"n": 1}))
     batch = tail.read()
     assert [r["n"] for _, r in batch.records] == [1]
-    assert [p.line for p in batch.problems] == [1]
+    assert batch.problems == []  # that line was reported once
 
 
 def test_truncation_starts_over(tmp_path: Path) -> None:
@@ -301,3 +304,59 @@ def test_reads_every_line_as_the_standard_library_does(tmp_path_factory, lines, 
     assert [p.line for p in problems] == [n for n, _ in want_problems]
     for problem, (_, reason) in zip(problems, want_problems, strict=True):
         assert reason is None or problem.reason == reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=st.lists(st.tuples(ODD_LINES.map(lambda ls: b"".join(raw + b"\n" for raw in ls)),
+                                 st.integers(min_value=0, max_value=2),
+                                 st.booleans()), min_size=1, max_size=5),
+       step=st.sampled_from([5000, 1 << 20, None]),
+       limit=st.sampled_from([64, 10_000, 4 * 1024 * 1024]))
+def test_a_sparse_file_reads_as_its_bytes_do(tmp_path_factory, pieces, step, limit) -> None:
+    """Holes are skipped by extent, never read: the same records and problems (same
+    lines, same words) as the same bytes written out, however the reads are cut."""
+    folder = tmp_path_factory.mktemp("sparse")
+    sparse, dense = folder / "sparse.jsonl", folder / "dense.jsonl"
+    data = bytearray()
+    with open(sparse, "wb") as handle:
+        for lines, blocks, torn in pieces:
+            chunk = lines[:-1] if torn and lines else lines  # a hole inside a line
+            handle.seek(len(data))
+            handle.write(chunk)
+            data += chunk
+            hole = blocks * 65536 + (4095 if torn else 0)
+            handle.truncate(len(data) + hole)
+            data += bytes(hole)
+    dense.write_bytes(bytes(data))
+
+    def reading(path):
+        tail = JsonlTail(path, "x", max_line_bytes=limit)
+        records, problems = [], []
+        while True:
+            batch = tail.read(step)
+            records += batch.records
+            problems += [(p.line, p.reason) for p in batch.problems]
+            if not batch.more:
+                return records, problems, tail.offset, tail.line_no
+
+    assert reading(sparse) == reading(dense)
+
+
+def test_a_hole_at_the_end_then_appended_lines(tmp_path: Path) -> None:
+    """A file that ends in a hole (its line reported once, at the end of the file), then
+    has lines appended behind it: they are read, none of their bytes taken for the hole."""
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(line({"n": 1}))
+    with open(path, "ab") as handle:
+        handle.truncate(1 << 30)
+    tail = JsonlTail(path, "x", max_line_bytes=1000)
+    batch = tail.read()
+    assert [r["n"] for _, r in batch.records] == [1] and tail.bytes_read < 1 << 20
+    assert [(p.line, p.reason) for p in batch.problems] == [
+        (2, f"line is over the 1000-byte limit (at least {(1 << 30) - 9} bytes); skipped")]
+    for n in (2, 3):
+        with open(path, "ab") as handle:
+            handle.write(b"\n" + line({"n": n}) if n == 2 else line({"n": n}))
+        batch = tail.read()
+        assert [r["n"] for _, r in batch.records] == [n] and not batch.problems
+    assert tail.line_no == 4

@@ -8,24 +8,28 @@
 - SIGHUP (the terminal went away: ssh dropped, tab closed) and SIGTERM stop the
   engine like Ctrl-C does: agents' process groups killed, their tasks back to open,
   the terminal restored, then exit. `run` turns them into KeyboardInterrupt; the
-  console asks its event loop to stop the engine first and then exit, with a backstop
-  exit should a dead terminal keep the console from finishing.
+  console's `Stopper` stops the engine in a thread and asks the app to exit, and ends
+  the process itself a few seconds later should a stuck event loop or a dead terminal
+  keep the app from finishing (the console also asks it when its terminal hangs up).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 STOP_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 PR_SET_PDEATHSIG = 1
-EXIT_BACKSTOP_S = 15.0
+#: a console asked to stop: the engine's stop at most (its own limit is 10 s) …
+ENGINE_STOP_S = 12.0
+#: … then the app has this long to end before the process is ended for it
+EXIT_GRACE_S = 5.0
 
 
 @functools.cache
@@ -106,34 +110,82 @@ def stop_signals_ignored() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def on_stop_signals(stop: Callable[[], object], exit_app: Callable[[int], None]) -> None:
-    """For an app on the running asyncio loop (the console): on SIGHUP or SIGTERM run
-    `stop` (the engine's) in a thread, then `exit_app(128 + signal)` from that thread;
-    if the process is still there EXIT_BACKSTOP_S later, it exits anyway (the engine
-    is stopped by then; a terminal that is gone can keep the app from finishing)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    fired = threading.Event()
+class Stopper:
+    """Ends a console once, whatever asks first: a stop signal (SIGHUP, SIGTERM) or a lost
+    terminal (`request`). `stop` (the engine's: agents killed, tasks reopened) runs in a
+    thread, then `exit_app(code)`; a watchdog then gives the app EXIT_GRACE_S to end and
+    otherwise ends the process for it: `restore()` (the terminal, as best it can) and
+    `os._exit(code)`. An event loop that is stuck (a terminal that stopped reading blocks
+    every frame it writes) or a terminal that is gone cannot keep the console alive.
 
-    def finish(signum: int) -> None:
-        code = 128 + signum
+    The handlers are plain `signal.signal` ones, which the interpreter runs in the main
+    thread even when its event loop is stuck (between two bytecodes, or when a blocking
+    call is interrupted), not the loop's own; they only note the code and write a byte
+    to a pipe the watchdog waits on (no lock the interrupted code could hold)."""
+
+    def __init__(self, stop: Callable[[], None], exit_app: Callable[[int], None],
+                 restore: Callable[[], None] | None = None) -> None:
+        self._stop, self._exit_app, self._restore = stop, exit_app, restore
+        self._code = 0
+        self._previous: dict[signal.Signals, object] = {}
+        self._read_fd, self._write_fd = os.pipe()  # close-on-exec: no child holds them
+
+    def install(self) -> None:
+        """In the main thread: the handlers, and the watchdog waiting for a request."""
+        for sig in STOP_SIGNALS:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread: none
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+        threading.Thread(target=self._watch, name="stop-watchdog", daemon=True).start()
+
+    def uninstall(self) -> None:
+        """In the main thread, once the app has ended: the previous handlers back; the
+        watchdog ends too, unless a stop was asked for (then it is the backstop)."""
+        for sig, handler in self._previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+        self._previous.clear()
+        if not self._code:
+            self._wake(b"-")
+            fd, self._write_fd = self._write_fd, -1
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def request(self, code: int) -> None:
+        """Stop and exit with `code` (from any thread, or a signal handler)."""
+        if not self._code:
+            self._code = code
+            self._wake(b"!")
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.request(128 + signum)
+
+    def _wake(self, byte: bytes) -> None:
+        if self._write_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._write_fd, byte)
+
+    def _watch(self) -> None:
         try:
-            stop()
+            asked = os.read(self._read_fd, 1) == b"!"
         finally:
-            backstop = threading.Timer(EXIT_BACKSTOP_S, os._exit, (code,))
-            backstop.daemon = True  # a normal exit does not wait for it
-            backstop.start()
-            exit_app(code)
-
-    def handler(signum: int) -> None:
-        if fired.is_set():
+            os.close(self._read_fd)
+        if not asked:
             return
-        fired.set()
-        threading.Thread(target=finish, args=(signum,), name="stop-on-signal",
-                         daemon=True).start()
+        code = self._code
+        stopped = threading.Event()
 
-    for sig in STOP_SIGNALS:
-        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-            loop.add_signal_handler(sig, handler, int(sig))  # main thread only
+        def finish() -> None:
+            try:
+                self._stop()
+            finally:
+                stopped.set()
+                with contextlib.suppress(RuntimeError):  # the app's loop already closed
+                    self._exit_app(code)
+
+        threading.Thread(target=finish, name="stop-on-signal", daemon=True).start()
+        stopped.wait(ENGINE_STOP_S)
+        time.sleep(EXIT_GRACE_S)  # a normal exit ends the process (and this thread) first
+        if self._restore is not None:
+            with contextlib.suppress(Exception):
+                self._restore()
+        os._exit(code)

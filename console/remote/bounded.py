@@ -137,12 +137,16 @@ def bounded_lines(chunks: Iterable[bytes], cap: int, line_s: float) -> Iterator[
             found = _BREAK.search(buffer, max(start, scanned))
             if found is None or (found.group() == b"\r" and found.end() == len(buffer)):
                 break  # a CR at the end may be the first half of CRLF
+            if found.start() - start > cap:  # whole in one chunk: refused all the same
+                raise LimitExceeded(f"an event-stream line longer than {size_text(cap)}")
             yield buffer[start:found.start()].decode("utf-8", "replace")
             start = found.end()
             last_line = time.monotonic()
         del buffer[:start]
         scanned = max(0, len(buffer) - 1)
-        if len(buffer) > cap:
+        if len(buffer) - buffer.endswith(b"\r") > cap:  # (a CR held for its LF is no byte of it)
             raise LimitExceeded(f"an event-stream line longer than {size_text(cap)}")
         if buffer and time.monotonic() - last_line > line_s:
             raise LimitExceeded(f"an event-stream line unfinished after {line_s:g} s")
+    if buffer.endswith(b"\r"):  # the stream ended: that CR ended its line
+        yield buffer[:-1].decode("utf-8", "replace")

@@ -24,7 +24,7 @@ from console.remote.bounded import Deadline, LimitExceeded, bounded_lines, read_
 from console.remote.limits import (
     CONNECT_S,
     MAX_ERROR_BODY_BYTES,
-    MAX_EVENT_LINE_BYTES,
+    MAX_EVENT_SKIP_BYTES,
     MAX_REMOTE_TASKS,
     MAX_SYNC_BYTES,
     PAGE,
@@ -299,7 +299,8 @@ class ServerClient:
     def stream(self, path: str = "/events") -> Iterator[StreamLines]:
         """The lines of an SSE stream; ServerError when it cannot be opened. Opening it
         (connect, headers) is held to the request deadline; then each read to
-        STREAM_READ_S and each line to MAX_EVENT_LINE_BYTES."""
+        STREAM_READ_S and each line to MAX_EVENT_SKIP_BYTES (sse.py drops an event with a
+        line over MAX_EVENT_LINE_BYTES)."""
         deadline = Deadline(self.timeout)
         try:
             with deadline, self._http.stream(
@@ -332,7 +333,7 @@ class StreamLines:
 
     def __iter__(self) -> Iterator[str]:
         try:
-            yield from bounded_lines(self.response.iter_bytes(), MAX_EVENT_LINE_BYTES,
+            yield from bounded_lines(self.response.iter_bytes(), MAX_EVENT_SKIP_BYTES,
                                      STREAM_READ_S)
         except httpx.HTTPError as exc:
             raise ServerError(f"{self.where}: {transport_meaning(exc, STREAM_READ_S)}"

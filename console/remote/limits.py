@@ -32,8 +32,11 @@ MAX_SYNC_BYTES = 4 * MAX_BODY_BYTES
 #: the /events stream: the server sends a heartbeat every 15 s, so 45 s of silence is a
 #: gap, and a line still unfinished after that long is no line
 STREAM_READ_S = 45.0
-#: bytes of one event-stream line, and of one event's data; past it the stream is reset
+#: bytes of one event-stream line, and of one event's data; past it the event is dropped
+#: (one problem line) and the stream read on …
 MAX_EVENT_LINE_BYTES = 1024 * 1024
+#: … up to this many bytes of one line, or of one event: past it the stream is reset
+MAX_EVENT_SKIP_BYTES = 16 * MAX_EVENT_LINE_BYTES
 
 
 def _positive(env: str, default: float, scale: float = 1.0) -> float:

@@ -343,7 +343,8 @@ class RemoteSource:
             return
         self._stream = EventStream(
             self.client, self._stop, on_event=self._on_event, on_connect=self._on_connect,
-            on_gap=self._on_gap, first_s=self.backoff_s or BACKOFF_FIRST_S)
+            on_gap=self._on_gap, on_problem=self._report,
+            first_s=self.backoff_s or BACKOFF_FIRST_S)
         self._stream.run()
 
     def _monitor(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from console.remote.bounded import LimitExceeded, size_text
 from console.remote.client import ServerClient, ServerError, StreamLines
-from console.remote.limits import MAX_EVENT_LINE_BYTES
+from console.remote.limits import MAX_EVENT_LINE_BYTES, MAX_EVENT_SKIP_BYTES
 
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
@@ -37,34 +37,66 @@ class SseEvent:
             return None
 
 
-def parse_events(lines: Iterable[str], max_bytes: int = MAX_EVENT_LINE_BYTES
-                 ) -> Iterator[SseEvent]:
+@dataclass(frozen=True, slots=True)
+class SseProblem:
+    """An event dropped, and why (one line); the stream reads on."""
+
+    reason: str
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def parse_events(lines: Iterable[str], max_bytes: int = MAX_EVENT_LINE_BYTES,
+                 max_frame: int = MAX_EVENT_SKIP_BYTES) -> Iterator[SseEvent | SseProblem]:
     """Frames from lines (line endings already stripped), per the SSE spec: `:` starts a
     comment, `field: value` (one optional space), data lines join with a newline, a blank
     line ends the frame; a frame without data is no event; an unfinished frame is dropped.
-    An event whose data grows past `max_bytes` raises LimitExceeded."""
+
+    A bad frame is one problem and no event, and the frames around it are read as if it
+    were not there: a line over `max_bytes`, or data that grows past `max_bytes`, drops
+    its frame (what it holds is not kept, only counted). A frame that goes on past
+    `max_frame` bytes raises LimitExceeded: the stream is reset. (Sizes are of the text
+    as read, in UTF-8: a byte that was not UTF-8 counts as the 3 of its U+FFFD.)"""
     data: list[str] = []
-    event, last_id, size = "", None, 0
+    event, last_id, size, frame, bad = "", None, 0, 0, False
     for line in lines:
         if not line:
-            if data:
+            if data and not bad:
                 yield SseEvent(event or "message", "\n".join(data), last_id)
-            event, data, size = "", [], 0
+            event, data, size, frame, bad = "", [], 0, 0, False
+            continue
+        length = _utf8_size(line)
+        frame += length + 1
+        if frame > max_frame:
+            raise LimitExceeded(f"an event longer than {size_text(max_frame)}")
+        if length > max_bytes:
+            if not bad:
+                yield SseProblem(f"an event-stream line longer than {size_text(max_bytes)}: "
+                                 "the event it is in is dropped")
+            event, data, size, bad = "", [], 0, True
             continue
         if line.startswith(":"):
             continue
         name, _, value = line.partition(":")
         if value.startswith(" "):
             value = value[1:]
-        if name == "event":
+        if name == "id":
+            if "\0" not in value:  # (the last id holds whether or not the event is kept)
+                last_id = value
+        elif bad:
+            continue
+        elif name == "event":
             event = value
         elif name == "data":
-            size += len(value) + 1
+            size += _utf8_size(value) + 1
             if size > max_bytes:
-                raise LimitExceeded(f"an event's data longer than {size_text(max_bytes)}")
+                yield SseProblem(f"an event's data longer than {size_text(max_bytes)}: "
+                                 "the event is dropped")
+                event, data, size, bad = "", [], 0, True
+                continue
             data.append(value)
-        elif name == "id" and "\0" not in value:
-            last_id = value
         # retry: and unknown fields are ignored
 
 
@@ -80,6 +112,7 @@ class EventStream:
                  on_event: Callable[[SseEvent], None],
                  on_connect: Callable[[], None],
                  on_gap: Callable[[str], None],
+                 on_problem: Callable[[str], None] = lambda reason: None,
                  path: str = "/events",
                  first_s: float = BACKOFF_FIRST_S, max_s: float = BACKOFF_MAX_S) -> None:
         self.client = client
@@ -87,6 +120,7 @@ class EventStream:
         self.on_event = on_event
         self.on_connect = on_connect
         self.on_gap = on_gap
+        self.on_problem = on_problem  # an event dropped (one line); the stream reads on
         self.path = path
         self.first_s = first_s
         self.max_s = max_s
@@ -103,9 +137,12 @@ class EventStream:
                     self._lines = lines
                     self.connects += 1
                     self.on_connect()
-                    for event in parse_events(_until(iter(lines), self.stop)):
+                    for item in parse_events(_until(iter(lines), self.stop)):
                         got_frame = True
-                        self.on_event(event)
+                        if isinstance(item, SseProblem):
+                            self.on_problem(f"{self.client.where(self.path)}: {item.reason}")
+                        else:
+                            self.on_event(item)
                 if self.stop.is_set():
                     return
                 reason = f"{self.client.where(self.path)}: the server closed the stream"

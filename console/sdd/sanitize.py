@@ -136,13 +136,24 @@ _DROPPED_SGR = frozenset({5, 6, 8, 28})
 _EXTENDED_COLOUR = (38, 48, 58)
 
 
+#: a parameter past this many digits (leading zeros aside) is out of every range we keep
+_SGR_DIGITS = 3
+
+
+def _number(digits: str) -> int:
+    """One SGR parameter's value, its digits capped before converting: ESC [ followed by
+    5,000 nines is out of range (dropped), never a ValueError or a quadratic `int()`."""
+    digits = digits.lstrip("0")
+    return int(digits or "0") if len(digits) <= _SGR_DIGITS else 10 ** _SGR_DIGITS
+
+
 def _safe_sgr(params: str) -> str | None:
     """The SGR parameters worth keeping, or None when nothing is left."""
     if not params:
         return "0"  # ESC [ m is a reset
     if not all(c.isdigit() or c == ";" for c in params):
         return None  # private (`?`), colon sub-parameters: not colour codes we parse
-    numbers = [int(p) if p else 0 for p in params.split(";")]
+    numbers = [_number(p) for p in params.split(";")]
     kept: list[int] = []
     index = 0
     while index < len(numbers):

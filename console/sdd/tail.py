@@ -16,10 +16,17 @@ any line it refuses again with the standard library, whose message is the reason
 msgspec accepts a subset of what `json` accepts, with the same values (it refuses NaN,
 1e400, lone surrogates and integers over Python's 4,300-digit limit, as json does the
 last); tests/test_tail.py holds the two to the same records and problems.
+
+A sparse file is read by its data extents (`SEEK_DATA`/`SEEK_HOLE`): a hole reads as
+NUL bytes, so it is taken as that many NUL bytes of the line it falls in without
+reading them (a 100 GB hole costs two system calls, not minutes). Such a line, like any
+line over the limit, is one problem; one still without its newline at the end of the
+file is reported then (once), not only when (if ever) its newline comes.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -164,6 +171,7 @@ class JsonlTail:
         self.bytes_read = 0  # cumulative, so tests can prove reads are incremental
         self._pending = bytearray()
         self._skipping = 0  # bytes of an over-long line being skipped
+        self._skip_reported = False  # that line's problem was given before its newline
         self._ident: tuple[int, int] | None = None
         self._head = b""  # the first bytes, to notice a rewrite from the start
         self._probe = b""  # the bytes just before `offset`, to notice a rewrite in place
@@ -184,6 +192,8 @@ class JsonlTail:
         self._head = position.head
         self._pending = bytearray(position.pending)
         self._skipping = position.skipping
+        # a checkpoint is taken after a read to the end, which reported a line being skipped
+        self._skip_reported = position.skipping > 0
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
@@ -201,6 +211,7 @@ class JsonlTail:
         self.line_no = 0
         self._pending.clear()
         self._skipping = 0
+        self._skip_reported = False
         self._ident = None
         self._head = b""
         self._probe = b""
@@ -260,8 +271,16 @@ class JsonlTail:
         if len(self._head) < _HEAD_BYTES:
             self._head = os.pread(fd, _HEAD_BYTES, 0)
         budget = max_bytes if max_bytes is not None else info.st_size
+        sparse = info.st_blocks * 512 < info.st_size  # holes (or compression): by extents
         while budget > 0:
-            chunk = os.pread(fd, min(CHUNK_BYTES, budget), self.offset)
+            want = min(CHUNK_BYTES, budget)
+            if sparse:  # a hole costs no budget: nothing is read
+                start, end = _data_extent(fd, self.offset)
+                if start > self.offset:
+                    self._take_zeros(start - self.offset)
+                    self.offset = start
+                want = max(1, min(want, end - self.offset))
+            chunk = os.pread(fd, want, self.offset)
             if not chunk:
                 break
             self.offset += len(chunk)
@@ -270,6 +289,12 @@ class JsonlTail:
             self._probe = (self._probe + chunk[-_HEAD_BYTES:])[-_HEAD_BYTES:]
             self._take(chunk, batch)
         batch.more = os.fstat(fd).st_size > self.offset
+        if self._skipping and not self._skip_reported and not batch.more:
+            self._skip_reported = True  # at the end of the file, still no newline: say so now
+            line = self.line_no + 1
+            batch.blocks.append(Block(line, problem=Problem(self.display, line, (
+                f"line is over the {self.max_line_bytes}-byte limit (at least {self._skipping} "
+                "bytes); skipped"))))
 
     def _take(self, chunk: bytes, batch: TailBatch) -> None:
         """A chunk's whole lines (with the half line held before them) as one block; the
@@ -281,9 +306,11 @@ class JsonlTail:
                 self._skipping += len(chunk)
                 return
             self.line_no += 1
-            batch.blocks.append(Block(self.line_no, problem=_too_long(
-                self.display, self.line_no, self._skipping + end, self.max_line_bytes)))
+            if not self._skip_reported:
+                batch.blocks.append(Block(self.line_no, problem=_too_long(
+                    self.display, self.line_no, self._skipping + end, self.max_line_bytes)))
             self._skipping = 0
+            self._skip_reported = False
             start = end + 1
         last = chunk.rfind(b"\n", start)
         if last < 0:
@@ -298,6 +325,15 @@ class JsonlTail:
         self.line_no += lines
         self._hold(chunk[last + 1:])
 
+    def _take_zeros(self, size: int) -> None:
+        """A hole of `size` bytes: NUL bytes (no newline) of the line being read."""
+        self._probe = (self._probe + bytes(min(size, _HEAD_BYTES)))[-_HEAD_BYTES:]
+        if self._skipping or len(self._pending) + size > self.max_line_bytes:
+            self._skipping += len(self._pending) + size
+            self._pending.clear()
+        else:
+            self._pending += bytes(size)
+
     def _hold(self, tail: bytes) -> None:
         if not tail:
             return
@@ -308,3 +344,29 @@ class JsonlTail:
             self._pending.clear()
         else:
             self._pending += tail
+
+
+def _data_extent(fd: int, offset: int) -> tuple[int, int]:
+    """Where the data at or after `offset` starts and ends (the next hole, or the end of
+    the file); the end of the file twice when only a hole is left. A file system that
+    cannot say has one extent."""
+    try:
+        start = _next_data(fd, offset)
+        if start is None:  # only a hole up to the end, or the end: as long as it is now
+            size = os.fstat(fd).st_size
+            # asked again after the size: bytes appended meanwhile are data, never a hole
+            start = _next_data(fd, offset)
+            if start is None:
+                return max(offset, size), max(offset, size)
+        return start, os.lseek(fd, start, os.SEEK_HOLE)
+    except OSError:
+        return offset, offset + CHUNK_BYTES
+
+
+def _next_data(fd: int, offset: int) -> int | None:
+    try:
+        return os.lseek(fd, offset, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no data from `offset` to the end of the file
+            return None
+        raise

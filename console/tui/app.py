@@ -10,6 +10,7 @@ notifications.
 from __future__ import annotations
 
 import functools
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 
-from console.engine.lifecycle import on_stop_signals
+from console.engine.lifecycle import Stopper
 from console.model import TaskState
 from console.sdd.sanitize import display_text
 from console.sdd.source import LocalSource
@@ -42,6 +43,7 @@ from console.tui.messages import (
 from console.tui.screens.built_view import BuiltView
 from console.tui.screens.main import MainScreen
 from console.tui.styles import stylesheet
+from console.tui.terminal import Terminal
 from console.tui.trace import Trace
 from console.tui.trusting import TrustActions
 from console.tui.updates import AlertWatch, header_of, rows_for
@@ -127,6 +129,8 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
         self._events_loaded = False  # watcher thread only: no toasts for past engine events
         self._alerts = AlertWatch()  # watcher thread only
         self.trace = Trace.from_env()
+        self._terminal = Terminal()  # its modes now, before the app changes them
+        self._stopper: Stopper | None = None
         self.bell_on = settings.bell_enabled()
         self._theme_ready = False
         saved = settings.load_theme()
@@ -160,11 +164,20 @@ class ConsoleApp(ScreenActions, TrustActions, OperatorActions, EngineHost, App[i
                             name="start-engine")
         if self.local:
             self.set_interval(SUPERVISE_EVERY_S, self._supervise_in_thread)
-        # SIGHUP (terminal lost) / SIGTERM: stop the engine's agents, then exit
-        on_stop_signals(self._stop_engine,
-                        lambda code: self.call_from_thread(self.exit, return_code=code))
+        # SIGHUP or SIGTERM, or a terminal that hangs up: stop the engine's agents, then
+        # exit — within seconds even if the event loop is stuck (the Stopper's watchdog)
+        if self._stopper is not None:
+            return
+        self._stopper = stopper = Stopper(self._stop_engine, lambda code: self.call_from_thread(
+            self.exit, return_code=code), restore=self._terminal.restore)
+        stopper.install()
+        if not self.is_headless:
+            self._terminal.watch_hangup(lambda: stopper.request(128 + signal.SIGHUP))
 
     def on_unmount(self) -> None:
+        self._terminal.stop_watching()
+        if self._stopper is not None:
+            self._stopper.uninstall()
         self.source.stop()
         self.trace.close()
         self._stop_engine()  # kept running when the operator detached

@@ -188,8 +188,8 @@ def test_event_lines_split_on_every_line_end_and_are_capped() -> None:
 
 
 @pytest.mark.parametrize(("mode", "said"), [
-    ("endless-line", "an event-stream line longer than 1 MB; the stream is reset"),
-    ("endless-data", "an event's data longer than 1 MB; the stream is reset"),
+    ("endless-line", "an event-stream line longer than 16 MB; the stream is reset"),
+    ("endless-data", "an event longer than 16 MB; the stream is reset"),
 ])
 def test_an_endless_event_resets_the_stream_and_everything_is_read_again(
         mode: str, said: str) -> None:
