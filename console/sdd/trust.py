@@ -380,7 +380,7 @@ def what_runs(root: Path) -> list[str]:
         signals = config.server_signals
         lines += [f"a task server's test_passes may run (cluster.server_signals): {cmd}"
                   for cmd in sorted(signals.commands.values())]
-        lines += [f"a task server's api_responds may fetch from (cluster.server_signals): "
+        lines += ["a task server's api_responds may fetch from (cluster.server_signals): "
                   + (f"[{host}]" if ":" in host else host)
                   + ("" if port is None else f":{port}")
                   for host, port in sorted(signals.url_hosts, key=str)]
