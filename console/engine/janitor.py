@@ -21,6 +21,7 @@ import regex  # type: ignore[import-untyped]  # the regex package ships no stubs
 from console.engine.agents.process import AgentCommand, run_agent
 from console.engine.gates.toolenv import tool_environ
 from console.engine.llm import LlmClient, LlmUnavailable
+from console.engine.safegit import GitFailed, child_env
 from console.model import CompletionSignal
 from console.sdd.confine import UnsafePath, resolve_inside
 
@@ -167,7 +168,11 @@ class Janitor:
 
     def _test(self, command: str, worktree: Path, cancel: threading.Event | None,
               log_path: Path) -> tuple[bool, str]:
-        result = run_agent(AgentCommand(("/bin/sh", "-c", command), b"", self.env), worktree,
+        try:  # the project's tests may run git: none of the repository's programs
+            env = child_env(self.env, worktree)
+        except GitFailed as exc:
+            return False, exc.line
+        result = run_agent(AgentCommand(("/bin/sh", "-c", command), b"", env), worktree,
                            timeout_s=self.test_timeout_s, log_path=log_path,
                            cap_bytes=1024 * 1024,
                            cancel=cancel or threading.Event(), kill_grace_s=1.0)

@@ -59,3 +59,19 @@ def test_inherited_git_config_variables_are_replaced_not_merged(tmp_path: Path) 
                       strict=True))
     assert values["core.fsmonitor"] == "false" and "/tmp/evil" not in env.values()
     assert values["filter.evil.clean"] == "" and values["filter.evil.required"] == "false"
+
+
+def test_a_tickets_test_passes_runs_none_of_the_repositorys_programs(tmp_path: Path) -> None:
+    """The janitor's `test_passes` is the project's code like a gate tool: its git gets
+    the same overrides (the repository's fsmonitor, filters and external diff never run)."""
+    from console.engine.janitor import Janitor
+    from console.engine.llm import LlmClient, LlmConfig
+    from console.model import CompletionSignal
+
+    repo, markers = _hostile_repo(tmp_path)
+    janitor = Janitor(LlmClient(LlmConfig()), env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    script = "git status --short && git add -A && git diff --cached | grep -q '^+a'"
+    [result] = janitor.check((CompletionSignal("test_passes", script),), repo,
+                             task_title="T", log_path=tmp_path / "signal.log")
+    assert result.passed, (result.detail, (tmp_path / "signal.log").read_text())
+    assert sorted(p.name for p in markers.iterdir()) == ["fsmonitor.sh"]  # nothing ran
