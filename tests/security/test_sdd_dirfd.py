@@ -19,6 +19,7 @@ from console.engine.backlog import close_ticket
 from console.model import Task
 from console.sdd.paths import SddPaths
 from console.sdd.skeleton import init_project
+from console.sdd.source import LocalSource
 from tests.engine_kit import make_repo, tasks, ticket, until
 
 SECRET = "SECRET-do-not-read-4c1d"
@@ -143,3 +144,10 @@ def test_a_ticket_that_is_a_link_is_refused_unread(tmp_path: Path) -> None:
     lines = [line for line in output.splitlines() if "evil.yaml" in line]
     assert len(lines) == 1 and "symbolic link" in lines[0] and "not read" in lines[0], output
     assert link.is_symlink() and outside.read_text().startswith(f"title: {SECRET}")
+    # and the console (watching, as `status` does) refuses it too, unread
+    source = LocalSource(root)
+    source.load()
+    assert ".sdd/backlog/open/evil.yaml" not in source.state.tickets
+    assert SECRET not in repr(source.state.tickets) + repr(source.state.problems)
+    said = [p for p in source.state.problems if p.file == ".sdd/backlog/open/evil.yaml"]
+    assert len(said) == 1 and "symbolic link" in said[0].reason
