@@ -199,6 +199,16 @@ class SddDir:
         self.fd = fd
         self.path = root.joinpath(SDD, *parts)
 
+    @classmethod
+    def of(cls, path: Path, *, create: bool = False, what: str | None = None) -> SddDir:
+        """The directory `path`, which must be inside a project's `.sdd/` (the last one
+        on the way), opened as above."""
+        parts = Path(os.path.normpath(path)).parts
+        if SDD not in parts:
+            raise UnsafePath(f"{path} is not inside a {SDD}/ directory")
+        index = len(parts) - 1 - parts[::-1].index(SDD)
+        return cls(Path(*parts[:index]), *parts[index + 1:], create=create, what=what)
+
     @staticmethod
     def _step(parent: int, name: str, shown: str, what: str, create: bool) -> int:
         """`name` opened in `parent` (closed either way), made first when `create`."""

@@ -151,3 +151,46 @@ def test_a_ticket_that_is_a_link_is_refused_unread(tmp_path: Path) -> None:
     assert SECRET not in repr(source.state.tickets) + repr(source.state.problems)
     said = [p for p in source.state.problems if p.file == ".sdd/backlog/open/evil.yaml"]
     assert len(said) == 1 and "symbolic link" in said[0].reason
+
+
+def _outside_jsons(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    victim = tmp_path / "victim-json"
+    victim.mkdir()
+    for index in range(12):
+        (victim / f"operator{index}.json").write_text('{"the operator\'s": true}\n')
+    return victim, _files(victim)
+
+
+def test_a_linked_gate_cache_loses_no_file_of_the_operator(tmp_path: Path) -> None:
+    """The gate cache drops its oldest entries: with `.sdd/caching/gates` swapped for a
+    link to a directory of the operator's, none of theirs goes."""
+    from console.engine.gates.cache import GateCache
+
+    victim, before = _outside_jsons(tmp_path)
+    root = tmp_path / "project"
+    init_project(root)
+    gates = root / ".sdd" / "caching" / "gates"
+    gates.mkdir(parents=True, exist_ok=True)
+    cache = GateCache(gates, max_entries=2)
+    gates.rmdir()
+    gates.symlink_to(victim)  # after the cache was set up, as an agent could
+    cache._trim()  # (what a put does every 50 writes)
+    assert _files(victim) == before
+
+
+def test_a_linked_pid_directory_loses_no_file_of_the_operator(tmp_path: Path) -> None:
+    """A start reaps a dead engine's agents from runtime/pids/ and removes the files:
+    with `runtime/pids` a link to a directory of the operator's, none of theirs goes."""
+    from console.engine.events import EventLog
+    from console.engine.orphans import reap_orphans
+
+    victim, before = _outside_jsons(tmp_path)
+    root = tmp_path / "project"
+    init_project(root)
+    pids = root / ".sdd" / "runtime" / "pids"
+    if pids.exists():
+        pids.rmdir()
+    pids.symlink_to(victim)
+    paths = SddPaths(root)
+    assert reap_orphans(paths, EventLog(paths), git_wait_s=0) == []
+    assert _files(victim) == before
