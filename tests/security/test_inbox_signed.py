@@ -149,6 +149,14 @@ def test_only_signed_requests_drive_the_engine(tmp_path: Path) -> None:
         assert not _paused(root)
         assert tasks(root)["S"].status == "in_progress"
 
+        # a key others could read is not used: one line, nothing sent
+        key_path.chmod(0o644)
+        exposed = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "pause"],
+                                 capture_output=True, text=True, timeout=120)
+        assert exposed.returncode == 1 and exposed.stderr.count("\n") == 1, exposed
+        assert "can be read by others" in exposed.stderr and not _paused(root)
+        key_path.chmod(0o600)
+
         # our CLI (InboxControl) signs, and is carried out
         cancelled = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "cancel",
                                     "S", "--reason", "operator"], capture_output=True,
