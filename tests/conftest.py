@@ -22,6 +22,10 @@ atexit.register(shutil.rmtree, CONFIG_HOME, ignore_errors=True)
 CACHE_HOME = Path(tempfile.mkdtemp(prefix="bernstein-tui-tests-cache-"))
 os.environ["XDG_CACHE_HOME"] = str(CACHE_HOME)
 atexit.register(shutil.rmtree, CACHE_HOME, ignore_errors=True)
+# and their keys (each engine's control key, the checkpoint key) in a temporary state dir
+STATE_HOME = Path(tempfile.mkdtemp(prefix="bernstein-tui-tests-state-"))
+os.environ["XDG_STATE_HOME"] = str(STATE_HOME)
+atexit.register(shutil.rmtree, STATE_HOME, ignore_errors=True)
 
 from console.sdd.skeleton import init_project  # noqa: E402
 from console.sdd.trust import trust  # noqa: E402

@@ -249,7 +249,7 @@ def test_review_findings_on_ingestion(project: Path) -> None:
     assert any("a task with id 'C' already exists (from claimed/c.yaml)" in m
                for m in _events(project))
 
-    from console.engine.ingest import close_ticket
+    from console.engine.backlog import close_ticket
 
     store.on_change(lambda task: close_ticket(store.paths, task))
     assert cancel(store, two.id, "not needed").ok

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from console.control import Control, Outcome
 from console.engine import evolution_apply, inbox, operations
+from console.engine.backlog import close_ticket
 from console.engine.cascade import project_ladders
 from console.engine.engine import Engine
 from console.engine.errors import EngineError, OwnedElsewhere
 from console.engine.events import EventLog
 from console.engine.evolution_apply import EvolutionConfig, parse_evolution
 from console.engine.gitops import GitRepo
-from console.engine.ingest import close_ticket
 from console.engine.lock import EngineLock, bernstein_owner, engine_owner, owned_message
 from console.engine.missions import MissionKeeper
 from console.engine.store import TaskStore

@@ -17,6 +17,7 @@ from pathlib import Path
 from console.control import Outcome
 from console.engine import inbox, requests
 from console.engine.attempt import AttemptRunner, Running, new_session
+from console.engine.backlog import TicketCloser
 from console.engine.cascade import Bandit, CascadeRouter, parse_cascade, with_adapter
 from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
@@ -27,7 +28,7 @@ from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
 from console.engine.gates.toolenv import tool_environ
 from console.engine.gitops import GitRepo
-from console.engine.ingest import Ingestor, close_ticket, reconcile_blocked, satisfied
+from console.engine.ingest import Ingestor, reconcile_blocked, satisfied
 from console.engine.janitor import Janitor
 from console.engine.llm import LlmClient
 from console.engine.lock import EngineLock
@@ -67,6 +68,7 @@ class Engine:
         self.session = f"engine-{uuid.uuid4().hex[:8]}"
         self.writes = WriteHealth(on_write_problem)
         self.events = EventLog(self.paths, echo=echo, on_write_error=self.write_failed)
+        self.close_ticket = TicketCloser(self.paths, self.events)  # said once when it cannot
         self._refused_ids: set[str] = set()  # tasks whose id or role cannot be run (said once)
         self.fsync = fsync
         self.lock = EngineLock(self.paths)
@@ -105,10 +107,8 @@ class Engine:
             self.store.load()
             self.store.on_change(self._changed)
             self._ignore_worktrees()
-            # a request waiting before this engine started was not made to it (it may have
-            # been committed to the repository): answered, never carried out
-            inbox.refuse_all(self.paths, "made before this engine started; not carried out "
-                                         "(send it again)")
+            # its control key; requests waiting from before it started are refused
+            self.inbox = inbox.EngineInbox(self.paths, self.events)
             recover(self.paths, self.store, self.repo, self.events, self.reopen)
             env = tool_environ({PROJECT_MARKER: str(self.paths.root)})  # test_passes
             llm = LlmClient(self.config.llm, on_call=self._llm_call)
@@ -212,8 +212,7 @@ class Engine:
                     self.reopen(task, "engine stopped before the attempt started")
         except OSError as exc:  # a full disk: the next engine's recovery reopens them
             self.write_failed(exc, "the task log")
-        inbox.refuse_all(self.paths, "the engine stopped before carrying this out; "
-                                     "nothing was done")
+        self.inbox.close("the engine stopped before carrying this out; nothing was done")
         self.publish_status(running=False)
         self.events.info("engine stopped")
         self.lock.release()
@@ -248,7 +247,7 @@ class Engine:
         self._dirty = True
         self._evolve_due = self.evolution.on_idle
         self.wake.set()
-        close_ticket(self.paths, task)
+        self.close_ticket(task)
 
     def write_failed(self, exc: OSError, what: str) -> bool:
         """A write to .sdd/ failed: True (and said once) when it is the disk, not a bug."""
@@ -267,8 +266,7 @@ class Engine:
             self._dirty = False
             self.missions.tick()  # holds first, so a held task is never reopened
             reconcile_blocked(self.store)
-        inbox.drain(self.paths, lambda request, reply: requests.from_inbox(
-            self, request, reply))
+        self.inbox.drain(lambda request, reply: requests.from_inbox(self, request, reply))
         if self.sla.due():
             self.sla.check()
             self.sla.check_missions(mission_deadlines(self.missions))

@@ -1,124 +1,258 @@
 """Operator actions for an engine running in another process, through files.
 
-A request is a JSON file written atomically to runtime/control/inbox/; the
-engine's tick takes it, carries it out, and writes the outcome to
-runtime/control/outbox/<id>.json, which the requester waits for.
+A request is a JSON file written atomically to runtime/control/inbox/, signed with the
+running engine's key (console.engine.inbox_key: only the operator's own tools can); the
+engine's tick takes it, carries it out when its signature holds, and writes the outcome
+— signed too — to runtime/control/outbox/<id>.json, which the requester waits for.
+A request that is unsigned, wrongly signed, stale, replayed, garbled or too big is
+answered with a refusal, logged in one line naming its file, and not carried out.
+Every file is read, written and removed through the directories' descriptors
+(console.sdd.confine.SddDir): a link swapped in for a directory redirects nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from console.control import Outcome
-from console.sdd.confine import UnsafePath, sdd_path
-from console.sdd.fileio import atomic_write_json, read_json_object
+from console.engine.inbox_key import (
+    MAX_REQUEST_BYTES,
+    SIGNATURE,
+    KeyRefused,
+    Verifier,
+    drop_key,
+    make_key,
+    read_key,
+    reply_holds,
+    reply_signature,
+    sign,
+)
+from console.sdd.confine import SddDir, UnsafePath
 from console.sdd.paths import SddPaths
 
+if TYPE_CHECKING:
+    from console.engine.events import EventLog
 
-def _dirs(paths: SddPaths) -> tuple[Path, Path]:
-    """inbox/ and outbox/; UnsafePath when either (or a directory above) is a link."""
-    return (sdd_path(paths.root, "runtime", "control", "inbox", what="control inbox"),
-            sdd_path(paths.root, "runtime", "control", "outbox", what="control outbox"))
+INBOX = ("runtime", "control", "inbox")
+OUTBOX = ("runtime", "control", "outbox")
+MAX_PER_PASS = 64  # requests taken in one tick; the rest wait for the next
+Handler = Callable[[dict[str, object], Callable[[Outcome], None]], Outcome | None]
+
+
+def _open(parts: tuple[str, ...], paths: SddPaths, create: bool = False) -> SddDir:
+    """inbox/ or outbox/, held open; UnsafePath when it (or a directory above) is a link."""
+    return SddDir(paths.root, *parts, create=create, what=f"control {parts[-1]}")
+
+
+def _encode(obj: dict[str, object]) -> bytes:
+    return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _decode(data: bytes) -> tuple[dict[str, Any] | None, str]:
+    """One JSON object, or None and why not (one line)."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return None, f"invalid UTF-8 at byte {exc.start + 1}"
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON: {exc.msg} (line {exc.lineno})"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply"
+    if not isinstance(value, dict):
+        return None, f"expected a JSON object, got {type(value).__name__}"
+    return value, ""
+
+
+def _engine_key(paths: SddPaths, deadline: float, owner: str,
+                alive: Callable[[], bool] | None) -> bytes | Outcome:
+    """The running engine's key; while it has none yet (it is starting), wait for it."""
+    checked = time.monotonic()
+    while True:
+        try:
+            return read_key(paths.root)
+        except FileNotFoundError:
+            pass
+        except KeyRefused as exc:
+            return Outcome.refused(f"cannot sign the request: {exc}; nothing was done")
+        if alive is not None and time.monotonic() - checked > 0.5:
+            checked = time.monotonic()
+            if not alive():
+                return Outcome.refused(f"{owner} stopped before answering; nothing was done")
+        if time.monotonic() >= deadline:
+            return Outcome.refused(f"{owner} has no control key (is it starting?); "
+                                   "nothing was done")
+        time.sleep(0.05)
+
+
+def _reply(paths: SddPaths, name: str, key: bytes) -> dict[str, Any] | None:
+    """The engine's signed answer to `name`, once there (taken); a forged one is removed."""
+    with contextlib.suppress(OSError), _open(OUTBOX, paths) as outbox:
+        data, _problem = outbox.read(name, MAX_REQUEST_BYTES)
+        if data is None:
+            return None
+        outbox.unlink(name)
+        reply, _why = _decode(data)
+        if reply is not None and reply_holds(key, name, reply):
+            return reply
+    return None
+
+
+def _withdraw(paths: SddPaths, name: str) -> bool:
+    """Take back a request not taken yet; False when the engine took it already."""
+    try:
+        with _open(INBOX, paths) as inbox:
+            if not inbox.exists(name):
+                return False
+            inbox.unlink(name)
+    except OSError:
+        return False
+    return True
 
 
 def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0,
            owner: str = "the engine", alive: Callable[[], bool] | None = None) -> Outcome:
-    """Write a request and wait for its answer; `alive` says whether the owner still runs
-    (an owner that is gone answers nothing: refused at once, not after the timeout)."""
-    try:
-        inbox, outbox = _dirs(paths)
-    except UnsafePath as exc:
-        return Outcome.refused(str(exc))
-    request_id = uuid.uuid4().hex
-    request = {**request, "id": request_id, "requested_at": time.time(),
-               "requested_by": os.environ.get("USER") or str(os.getuid())}
-    atomic_write_json(inbox / f"{request_id}.json", request)
-    reply_path = outbox / f"{request_id}.json"
+    """Sign and write a request, and wait for its answer; `alive` says whether the owner
+    still runs (an owner that is gone answers nothing: refused at once, not after the
+    timeout)."""
     deadline = time.monotonic() + timeout
+    key = _engine_key(paths, deadline, owner, alive)
+    if isinstance(key, Outcome):
+        return key
+    request_id = uuid.uuid4().hex
+    name = f"{request_id}.json"
+    signed = sign(key, {**request, "id": request_id, "requested_at": time.time(),
+                        "requested_by": os.environ.get("USER") or str(os.getuid())})
+    try:
+        with _open(INBOX, paths, create=True) as inbox:
+            inbox.write(name, _encode(signed))
+    except (UnsafePath, ValueError) as exc:
+        return Outcome.refused(str(exc))
+    except OSError as exc:
+        return Outcome.refused(f"cannot write the request: {exc.strerror or exc}")
     checked = time.monotonic()
     while time.monotonic() < deadline:
-        data, _problem = read_json_object(reply_path, str(reply_path))
-        if data is not None:
-            with contextlib.suppress(FileNotFoundError):
-                reply_path.unlink()
-            return Outcome(bool(data.get("ok")), str(data.get("message", "")))
+        reply = _reply(paths, name, key)
+        if reply is not None:
+            return Outcome(bool(reply.get("ok")), str(reply.get("message", "")))
         if alive is not None and time.monotonic() - checked > 0.5:
             checked = time.monotonic()
             if not alive():
-                with contextlib.suppress(FileNotFoundError):
-                    (inbox / f"{request_id}.json").unlink()
+                _withdraw(paths, name)
                 return Outcome.refused(f"{owner} stopped before answering; nothing was done")
         time.sleep(0.05)
-    try:
-        (inbox / f"{request_id}.json").unlink()
-    except FileNotFoundError:  # taken: it is being carried out, just not finished yet
+    if not _withdraw(paths, name):  # taken: it is being carried out, just not finished yet
         return Outcome.refused(f"{owner} took the request but did not finish within "
                                f"{timeout:.0f} s; it may still complete (check again)")
     return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s; nothing was done")
 
 
-def answer(paths: SddPaths, name: str, outcome: Outcome) -> None:
-    """Write the outcome the requester waits for (now, or later for long actions)."""
-    with contextlib.suppress(OSError):  # a full disk or a link: the requester times out
-        _inbox, outbox = _dirs(paths)
-        atomic_write_json(outbox / name, {"ok": outcome.ok, "message": outcome.message,
-                                          "answered_at": time.time()})
+class EngineInbox:
+    """The engine's side: its key, made when it starts (requests waiting from before are
+    refused), the requests it carries out, and the key removed when it stops."""
 
+    def __init__(self, paths: SddPaths, events: EventLog,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.paths = paths
+        self.events = events
+        self.key: bytes | None = None
+        try:
+            self.key = make_key(paths.root)
+        except OSError as exc:
+            events.error(f"control inbox: cannot make the engine's key ({exc}); every "
+                         "request to it is refused")
+        self.verifier = Verifier(self.key, clock) if self.key is not None else None
+        # a request waiting before this engine started was not made to it (it may have
+        # been committed to the repository): answered, never carried out
+        self.refuse_all("made before this engine started; not carried out (send it again)")
 
-def _waiting(inbox: Path) -> list[str]:
-    try:
-        return sorted(n for n in os.listdir(inbox) if n.endswith(".json")
-                      and not n.startswith("."))
-    except OSError:
-        return []
+    def answer(self, name: str, outcome: Outcome) -> None:
+        """Write the outcome the requester waits for (now, or later for long actions)."""
+        reply: dict[str, object] = {"ok": outcome.ok, "message": outcome.message,
+                                    "answered_at": time.time()}
+        if self.key is not None:
+            reply[SIGNATURE] = reply_signature(self.key, name, reply)
+        with contextlib.suppress(OSError, ValueError), _open(OUTBOX, self.paths,
+                                                            create=True) as outbox:
+            outbox.write(name, _encode(reply))  # (a full disk or a link: it times out)
 
+    def _waiting(self, inbox: SddDir) -> list[str]:
+        try:
+            return sorted(n for n in inbox.names() if n.endswith(".json")
+                          and not n.startswith("."))
+        except OSError:
+            return []
 
-def refuse_all(paths: SddPaths, reason: str) -> int:
-    """Answer every waiting request with a refusal, carrying none out; returns how many."""
-    try:
-        inbox, _outbox = _dirs(paths)
-    except UnsafePath:
-        return 0
-    names = _waiting(inbox)
-    for name in names:
+    def refuse_all(self, reason: str) -> int:
+        """Answer every waiting request with a refusal, carrying none out; how many."""
+        try:
+            with _open(INBOX, self.paths) as inbox:
+                names = self._waiting(inbox)
+                for name in names:
+                    with contextlib.suppress(OSError):
+                        inbox.unlink(name)
+        except OSError:
+            return 0
+        for name in names:
+            self.answer(name, Outcome.refused(reason))
+        return len(names)
+
+    def close(self, reason: str) -> None:
+        """The engine stops: what waits is refused, and the key goes."""
+        self.refuse_all(reason)
+        if self.key is not None:
+            drop_key(self.paths.root, self.key)
+
+    def _take(self, inbox: SddDir, name: str) -> tuple[dict[str, Any] | None, str]:
+        """The request in `name`, removed from the inbox, or None and why it is refused."""
+        data, problem = inbox.read(name, MAX_REQUEST_BYTES)
         with contextlib.suppress(OSError):
-            (inbox / name).unlink()
-        answer(paths, name, Outcome.refused(reason))
-    return len(names)
-
-
-def drain(paths: SddPaths, handle: Callable[[dict[str, object], Callable[[Outcome], None]],
-                                            Outcome | None]) -> int:
-    """Carry out every waiting request (oldest first); returns how many. A handler that
-    returns None answers later through the callback it was given (long actions)."""
-    try:
-        inbox, _outbox = _dirs(paths)
-    except UnsafePath:
-        return 0  # the engine's start refused it already (check_sdd_tree)
-    done = 0
-    for name in _waiting(inbox):
-        path = inbox / name
-        data, problem = read_json_object(path, str(path))
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            inbox.unlink(name)
         if data is None:
-            outcome: Outcome | None = Outcome.refused(problem.reason if problem
-                                                      else "empty request")
-        else:
-            try:
-                def answered(later: Outcome, name: str = name) -> None:
-                    answer(paths, name, later)
+            return None, problem or "gone before it was read"
+        request, why = _decode(data)
+        if request is None:
+            return None, why
+        if self.verifier is None:
+            return None, "the engine has no control key; nothing is carried out"
+        refusal = self.verifier.refusal(name, request)
+        return (None, refusal) if refusal else (request, "")
 
-                outcome = handle(data, answered)
-            except Exception as exc:  # every request is answered, whatever happens
-                outcome = Outcome.refused(f"{data.get('action')} failed: "
-                                          f"{type(exc).__name__}: {exc}")
-        if outcome is not None:
-            answer(paths, name, outcome)
-        done += 1
-    return done
+    def drain(self, handle: Handler) -> int:
+        """Carry out the waiting requests that hold (oldest first, MAX_PER_PASS at a
+        time); how many were answered or started. A handler that returns None answers
+        later through the callback it was given (long actions)."""
+        try:
+            inbox = _open(INBOX, self.paths)
+        except OSError:
+            return 0  # the engine's start refused a link already (check_sdd_tree)
+        done = 0
+        with inbox:
+            for name in self._waiting(inbox)[:MAX_PER_PASS]:
+                request, why = self._take(inbox, name)
+                done += 1
+                if request is None:
+                    self.events.warning(f"control request refused: {why}",
+                                        file=f"{inbox.display}/{name}")
+                    self.answer(name, Outcome.refused(f"request refused: {why}"))
+                    continue
+                outcome = self._carry_out(name, request, handle)
+                if outcome is not None:
+                    self.answer(name, outcome)
+        return done
+
+    def _carry_out(self, name: str, request: dict[str, Any], handle: Handler
+                   ) -> Outcome | None:
+        try:
+            def answered(later: Outcome) -> None:
+                self.answer(name, later)
+
+            return handle(request, answered)
+        except Exception as exc:  # every request is answered, whatever happens
+            return Outcome.refused(f"{request.get('action')} failed: "
+                                   f"{type(exc).__name__}: {exc}")

@@ -4,14 +4,14 @@ A ticket that cannot be parsed, names an unknown dependency, reuses an id or
 closes a dependency cycle stays where it is and is reported once (file and
 reason). An ingested ticket moves to backlog/claimed/. A ticket without an id
 gets one derived from its file name and content, so a crash between creating
-the task and moving the file never creates it twice.
+the task and moving the file never creates it twice. Tickets are read and moved
+through the backlog directories' descriptors (console.engine.backlog): a ticket that
+is a link is refused unread, and a directory swapped for a link redirects nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,13 +20,13 @@ from types import MappingProxyType
 
 import msgspec
 
+from console.engine.backlog import Backlog, backlog_dir
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.store import TaskStore
 from console.model import DEAD_ENDS, SUCCEEDED, Task, TaskState, Ticket
-from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
+from console.sdd.confine import SddDir, UnsafeId, UnsafePath, safe_id
 from console.sdd.fields import brief
-from console.sdd.fileio import read_regular_file
 from console.sdd.paths import SddPaths
 from console.sdd.tickets import MAX_TICKET_BYTES, TICKET_SUFFIXES, TicketError, parse_ticket
 
@@ -104,88 +104,72 @@ class Ingestor:
         self._reported: dict[str, str] = {}  # file → last reason said, so it is said once
         self._bad_content: dict[str, tuple[int, int]] = {}  # unreadable file → (mtime, size)
 
-    def _refuse(self, path: Path, reason: str, *, content: bool = False) -> None:
-        """Say once why a ticket stays in open/; `content`: it cannot be read or parsed, so
-        there is no point reading it again until the file changes."""
+    def _refuse(self, path: Path, reason: str, *, content: SddDir | None = None) -> None:
+        """Say once why a ticket stays in open/; `content` (its directory): it cannot be
+        read or parsed, so there is no point reading it again until the file changes."""
         display = self.paths.display(path)
-        if content:
-            with contextlib.suppress(OSError):
-                info = path.stat()
-                self._bad_content[display] = (info.st_mtime_ns, info.st_size)
+        info = content.lstat(path.name) if content is not None else None
+        if info is not None:
+            self._bad_content[display] = (info.st_mtime_ns, info.st_size)
         if self._reported.get(display) != reason:
             self._reported[display] = reason
             self.events.warning(f"ticket not ingested: {reason}", file=display)
 
-    def _claimed_name(self, path: Path) -> str:
-        """A name in backlog/claimed/ that no ticket, claimed or closed, uses yet."""
-        backlog = self.paths.sdd / "backlog"
-        name, counter = path.name, 1
-        while (backlog / "claimed" / name).exists() or (backlog / "closed" / name).exists():
-            name = f"{path.stem}.{counter}{path.suffix}"
-            counter += 1
-        return name
-
-    def _move(self, path: Path, name: str) -> None:
-        claimed = self._backlog("claimed")
-        if claimed is None:
-            raise UnsafePath(f"{name}: backlog/claimed is not a real directory")
-        claimed.mkdir(parents=True, exist_ok=True)
-        os.replace(path, claimed / name)
+    def _move(self, backlog: Backlog, path: Path, name: str) -> None:
+        backlog.claim(path.name, name)
         self._reported.pop(self.paths.display(path), None)
 
     def pending(self) -> list[str]:
         """Ticket files in backlog/open/ not (yet) refused: work that may still arrive."""
-        directory = self._backlog("open")
         try:
-            names = os.listdir(directory) if directory is not None else []
+            with backlog_dir(self.paths.root, "open") as directory:
+                names = directory.names()
         except OSError:
             return []
         return sorted(n for n in names if n.endswith(TICKET_SUFFIXES) and not n.startswith(".")
                       and self.paths.display(self.paths.backlog_open / n) not in self._reported)
 
-    def _backlog(self, folder: str) -> Path | None:
-        """backlog/<folder>, or None (said once) when it or .sdd/backlog is a link."""
-        try:
-            return sdd_path(self.paths.root, "backlog", folder, what=f"backlog/{folder}")
-        except UnsafePath as exc:
-            key = f".sdd/backlog/{folder}"
-            if self._reported.get(key) != str(exc):
-                self._reported[key] = str(exc)
-                self.events.error(f"tickets not read: {exc}")
-            return None
+    def _unsafe(self, exc: UnsafePath) -> None:
+        """A backlog directory (or .sdd/backlog) is a link: said once."""
+        key = f"backlog: {exc}"
+        if self._reported.get(key) != str(exc):
+            self._reported[key] = str(exc)
+            self.events.error(f"tickets not read: {exc}")
 
     def scan(self) -> list[Candidate]:
-        directory = self._backlog("open")
-        if directory is None:
-            return []
         try:
-            names = sorted(os.listdir(directory))
+            with backlog_dir(self.paths.root, "open") as directory:
+                return self._scan(directory)
+        except UnsafePath as exc:
+            self._unsafe(exc)
         except OSError:
-            return []
+            pass
+        return []
+
+    def _scan(self, directory: SddDir) -> list[Candidate]:
         found = []
-        for name in names:
+        for name in sorted(directory.names()):
             if name.startswith(".") or not name.endswith(TICKET_SUFFIXES):
                 continue
-            path = directory / name
+            path = self.paths.backlog_open / name
             display = self.paths.display(path)
             known_bad = self._bad_content.get(display)
             if known_bad is not None:
-                try:
-                    info = path.stat()
-                except OSError:
+                info = directory.lstat(name)
+                if info is None:
                     continue
                 if (info.st_mtime_ns, info.st_size) == known_bad:
                     continue  # unchanged since it was refused for its content
                 del self._bad_content[display]
-            data, problem = read_regular_file(path, display, MAX_TICKET_BYTES)
+            data, problem = directory.read(name, MAX_TICKET_BYTES)
             if problem is not None:
-                self._refuse(path, problem.reason, content=True)
+                self._refuse(path, problem, content=directory)
                 continue
             if data is None:
                 continue
-            parsed = parse_ticket(data, self.paths.display(path))
+            parsed = parse_ticket(data, display)
             if isinstance(parsed, TicketError):
-                self._refuse(path, parsed.reason, content=True)
+                self._refuse(path, parsed.reason, content=directory)
                 continue
             found.append(Candidate(path, parsed, ticket_id(parsed, path, data)))
         return found
@@ -193,8 +177,16 @@ class Ingestor:
     def ingest(self) -> list[Task]:
         """One pass over backlog/open/; returns the tasks created."""
         candidates = self.scan()
-        if not candidates or self._backlog("claimed") is None:
+        if not candidates:
             return []
+        try:
+            with Backlog(self.paths.root) as backlog:
+                return self._ingest(backlog, candidates)
+        except UnsafePath as exc:
+            self._unsafe(exc)
+            return []
+
+    def _ingest(self, backlog: Backlog, candidates: list[Candidate]) -> list[Task]:
         created: list[Task] = []
         with self.store.lock:
             existing = self.store.tasks
@@ -203,11 +195,10 @@ class Ingestor:
                 prior = existing.get(c.task_id)
                 if prior is not None:
                     recorded = str(prior.metadata.get("ticket", ""))
-                    leftover = (recorded == f"claimed/{c.path.name}" and not any(
-                        (self.paths.sdd / "backlog" / d / c.path.name).exists()
-                        for d in ("claimed", "closed")))
+                    leftover = (recorded == f"claimed/{c.path.name}"
+                                and not backlog.taken(c.path.name))
                     if leftover:  # created just before a crash, never moved
-                        self._move(c.path, c.path.name)
+                        self._move(backlog, c.path, c.path.name)
                     else:
                         self._refuse(c.path, f"a task with id {brief(c.task_id)} already exists "
                                              f"(from {recorded or 'another source'})")
@@ -255,7 +246,7 @@ class Ingestor:
                 reason = f"{WAITING}{', '.join(waiting)}" if waiting else None
                 if gate:
                     reason = f"held by phase gate '{gate}'"
-                name = self._claimed_name(c.path)
+                name = backlog.claimed_name(c.path.name)
                 try:  # file order breaks ties between tickets of one pass
                     task = task_from_ticket(c, status, reason, now + index * 1e-6, name)
                     if gate:
@@ -265,7 +256,7 @@ class Ingestor:
                 except EngineError as exc:
                     self._refuse(c.path, str(exc))
                     continue
-                self._move(c.path, name)
+                self._move(backlog, c.path, name)
                 created.append(task)
         for task in created:
             self.events.info(f"ingested {task.id}: {task.title}", task_id=task.id)
@@ -372,27 +363,3 @@ def reconcile_blocked(store: TaskStore) -> list[Task]:
                     changed.append(store.update(task.id, result_summary=reason))
     return changed
 
-
-CLOSING = frozenset({TaskState.DONE, TaskState.FAILED, TaskState.CANCELLED, TaskState.CLOSED})
-
-
-def close_ticket(paths: SddPaths, task: Task) -> None:
-    """A task that ended takes its ticket from backlog/claimed/ to backlog/closed/;
-    reopened, it takes it back."""
-    name = str(task.metadata.get("ticket", ""))
-    if not name.startswith("claimed/"):
-        return
-    leaf = name.removeprefix("claimed/")
-    try:  # a ticket name from data: one plain file name, inside backlog/, no links
-        if "/" in leaf or leaf in ("", ".", ".."):
-            raise UnsafePath(f"{task.id}: metadata.ticket {brief(name)} is not "
-                             "claimed/<file name>")
-        claimed = sdd_path(paths.root, "backlog", "claimed", leaf, what="metadata.ticket")
-        closed = sdd_path(paths.root, "backlog", "closed", leaf, what="metadata.ticket")
-    except UnsafePath:
-        return  # never moved: the ticket stays where it is (the store reports the task)
-    source, target = (claimed, closed) if task.state in CLOSING else (closed, claimed)
-    if source.is_file() and not source.is_symlink() and not os.path.lexists(target):
-        with contextlib.suppress(OSError):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)

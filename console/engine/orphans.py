@@ -17,7 +17,7 @@ import signal
 import time
 
 from console.engine.events import EventLog
-from console.sdd.fileio import read_regular_file
+from console.sdd.confine import SddDir
 from console.sdd.paths import SddPaths
 
 PROJECT_MARKER = "BERNSTEIN_TUI_PROJECT"
@@ -66,17 +66,16 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0) -> list[str]:
-    """Kill a dead engine's agents, let its git commands finish; return the agents' task ids."""
+def _reap_agents(paths: SddPaths, events: EventLog, pids: SddDir) -> list[str]:
     tasks = []
-    directory = paths.sdd / "runtime" / "pids"
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
-        try:  # a regular file of a few KB only: a link to /dev/zero or a FIFO is dropped
-            data, _problem = read_regular_file(path, path.name, 64 * 1024)
+    for name in sorted(n for n in pids.names() if n.endswith(".json")):
+        try:  # a regular file of a few KB only: a link, /dev/zero or a FIFO is dropped
+            data, _problem = pids.read(name, 64 * 1024)
             info = json.loads(data or b"")
             pgid, ticks = int(info["pgid"]), info.get("start_ticks")
         except (OSError, ValueError, KeyError, TypeError):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                pids.unlink(name)
             continue
         # a pid file is data: only a process this project's engine started is killed
         if (ticks is not None and proc_start_ticks(pgid) == ticks
@@ -86,7 +85,18 @@ def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0)
                 events.warning(f"killed agent {info.get('session')} (pid {pgid}) left running "
                                "by a stopped engine", task_id=info.get("task_id"))
         tasks.append(str(info.get("task_id")))
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            pids.unlink(name)
+    return tasks
+
+
+def reap_orphans(paths: SddPaths, events: EventLog, *, git_wait_s: float = 10.0) -> list[str]:
+    """Kill a dead engine's agents, let its git commands finish; return the agents' task ids."""
+    try:  # read and removed through the directory's descriptor: a link swapped in for
+        with SddDir(paths.root, "runtime", "pids") as pids:  # it removes nothing elsewhere
+            tasks = _reap_agents(paths, events, pids)
+    except OSError:
+        tasks = []
     root = str(paths.root)
     deadline = time.monotonic() + git_wait_s
     while True:

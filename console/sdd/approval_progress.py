@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from console.sdd.confine import UnsafeId, UnsafePath, safe_id, sdd_path
+from console.sdd.confine import SddDir, UnsafeId, UnsafePath, safe_id, sdd_path
 from console.sdd.fileio import atomic_write_json, read_json_object
 
 #: the steps in order, and what the console says while each runs
@@ -38,8 +38,8 @@ def announce(root: Path, proposal_id: str, step: str) -> None:
 
 
 def finished(root: Path, proposal_id: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        progress_file(root, proposal_id).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError), SddDir(root, "runtime", "approvals") as at:
+        at.unlink(progress_file(root, proposal_id).name)  # (through no link swapped in)
 
 
 def current_step(root: Path, proposal_id: str) -> dict[str, Any] | None:

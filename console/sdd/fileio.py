@@ -111,17 +111,22 @@ def append_jsonl(path: Path, records: Iterable[Mapping[str, Any]], *, fsync: boo
     return len(payload)
 
 
-def read_regular_file(path: Path, display: str, limit: int
+def read_regular_file(path: Path, display: str, limit: int, *, follow: bool = True
                       ) -> tuple[bytes | None, Problem | None]:
     """A whole regular file of at most `limit` bytes: (bytes, None) or (None, problem).
 
-    A missing file is (None, None). Opened non-blocking, so a FIFO never hangs a reader.
+    A missing file is (None, None). Opened non-blocking, so a FIFO never hangs a reader;
+    not `follow`: a file that is a symbolic link is refused unread (a ticket).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+                     | (0 if follow else os.O_NOFOLLOW))
     except FileNotFoundError:
         return None, None
     except OSError as exc:
+        if not follow and exc.errno == errno.ELOOP:
+            return None, Problem(display, None, "is a symbolic link; not read (replace it "
+                                                "with the file itself)")
         return None, Problem(display, None, f"cannot open: {exc.strerror or exc}")
     try:
         info = os.fstat(fd)

@@ -171,7 +171,7 @@ class LocalSource:
 
     def _read_ticket(self, path: Path) -> Delta:
         display = self.paths.display(path)
-        data, problem = read_regular_file(path, display, MAX_TICKET_BYTES)
+        data, problem = read_regular_file(path, display, MAX_TICKET_BYTES, follow=False)
         parsed: Ticket | TicketError | None = None
         if problem is not None:
             parsed = TicketError(display, problem.reason)

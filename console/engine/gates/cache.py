@@ -8,11 +8,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
+import stat
 import threading
 from pathlib import Path
 
 from console.engine.gates.base import Verdict
+from console.sdd.confine import SddDir
 from console.sdd.fileio import atomic_write_json, read_json_object
 
 
@@ -52,16 +53,24 @@ class GateCache:
             self._trim()
 
     def _trim(self) -> None:
+        """The oldest entries go, removed through the directory's descriptor (reached from
+        the project root with no link on the way), so a cache directory swapped for a
+        link never removes anything elsewhere."""
         try:
-            entries = [e for e in os.scandir(self.directory) if e.name.endswith(".json")]
-        except OSError:
+            folder = SddDir.of(self.directory, what="gate cache")
+        except OSError:  # gone, a link, or not in a project (nothing to trim there)
             return
-        if len(entries) <= self.max_entries:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime)
-        for entry in entries[: len(entries) - self.max_entries]:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+        with folder:
+            try:
+                entries = [(info.st_mtime, name) for name in folder.names()
+                           if name.endswith(".json") and (info := folder.lstat(name))
+                           is not None and stat.S_ISREG(info.st_mode)]
+            except OSError:
+                return
+            entries.sort()
+            for _mtime, name in entries[: max(0, len(entries) - self.max_entries)]:
+                with contextlib.suppress(OSError):
+                    folder.unlink(name)
 
 
 def describe(value: object) -> str:
