@@ -40,7 +40,11 @@ class Detacher:
     def carry_on(self, engine: Engine, line: str) -> int:
         """After the app has exited: leave the terminal, let the parent go with `line`,
         and run `engine` until a stop signal (then stop it as `run` does)."""
-        from console.engine.lifecycle import stop_signals_ignored, stop_signals_interrupt
+        from console.engine.lifecycle import (
+            stop_signals_ignored,
+            stop_signals_interrupt,
+            wait_for_stop,
+        )
 
         with contextlib.suppress(OSError):
             os.setsid()  # the terminal's hang-up is no longer ours
@@ -52,7 +56,7 @@ class Detacher:
         self.tell(line)
         with stop_signals_interrupt():
             try:
-                engine.stopping.wait()
+                wait_for_stop(engine.stopping)
             except KeyboardInterrupt:
                 pass
             finally:

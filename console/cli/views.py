@@ -194,7 +194,11 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
                       markup=False, highlight=False, soft_wrap=True)
 
     from console.engine.engine import Engine
-    from console.engine.lifecycle import stop_signals_ignored, stop_signals_interrupt
+    from console.engine.lifecycle import (
+        stop_signals_ignored,
+        stop_signals_interrupt,
+        wait_for_stop,
+    )
 
     engine = Engine(root, workers=workers, echo=echo)
     engine.start()
@@ -210,7 +214,7 @@ def run_headless(root: Path, *, workers: int | None, until_idle: bool,
                 if until_idle:
                     engine.run_until_idle()
                 else:
-                    engine.stopping.wait()
+                    wait_for_stop(engine.stopping)
             finally:
                 if live is not None:
                     with contextlib.suppress(OSError):  # a terminal that hung up

@@ -98,6 +98,19 @@ def stop_signals_interrupt() -> contextlib.AbstractContextManager[None]:
     return signals_handled(on_stop)
 
 
+#: how often a main thread waiting for the engine to stop looks at its signals
+SIGNAL_POLL_S = 0.25
+
+
+def wait_for_stop(stopping: threading.Event) -> None:
+    """Wait in the main thread for `stopping`, in short waits: a process-directed signal
+    the kernel hands to one of the engine's threads sets Python's flag but does not wake a
+    main thread blocked on a lock, so one long wait would run its handler (the stop) only
+    when the wait ends — never, for `run` with no timeout."""
+    while not stopping.wait(SIGNAL_POLL_S):
+        pass
+
+
 @contextlib.contextmanager
 def stop_signals_ignored() -> Iterator[None]:
     """While stopping: a second Ctrl-C, SIGTERM or SIGHUP must not cut the stop short."""

@@ -195,3 +195,36 @@ def test_console_that_loses_its_terminal_stops_agents(tmp_path: Path) -> None:
     finally:
         console.kill()
         _reap(tmp_path)
+
+
+def _tgkill(pid: int, tid: int, signum: int) -> None:
+    """A signal to one thread of `pid` (what the kernel does with a process-directed one
+    when it picks a thread other than the main one)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, pid, tid, signum) != 0:  # SYS_tgkill on x86_64
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the tgkill number is x86_64's")
+def test_run_stops_when_the_signal_lands_on_another_thread(tmp_path: Path) -> None:
+    """A SIGTERM that the kernel delivers to one of the engine's threads, not the main
+    one, still stops `run` at once (it waited on an Event with no timeout, which such a
+    signal never woke: the engine ran on until a second signal)."""
+    root, env = _project(tmp_path)
+    engine = subprocess.Popen([sys.executable, "-m", "console", "-C", str(root), "run"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        agent = _agent_pid(tmp_path)
+        others = [int(t) for t in os.listdir(f"/proc/{engine.pid}/task")
+                  if int(t) != engine.pid]
+        assert others, "the engine has no thread but its main one"
+        _tgkill(engine.pid, others[0], signal.SIGTERM)
+        output, _ = engine.communicate(timeout=20)
+    finally:
+        engine.kill()
+        _reap(tmp_path)
+    assert b"Traceback" not in output, output.decode()
+    assert b"stopping: killing running agents" in output
+    _assert_stopped_cleanly(root, agent)
