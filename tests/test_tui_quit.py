@@ -17,7 +17,8 @@ from console.engine.lock import pid_alive
 from console.tui.app import ConsoleApp
 from console.tui.screens.quit_dialog import QuitDialog
 from tests.engine_kit import agent_log, make_repo, tasks, ticket
-from tests.security.test_engine_signals import _Console, _group, _reap, _until
+from tests.pty_kit import PtyConsole
+from tests.security.test_engine_signals import _group, _reap, _until
 from tests.test_tui import Notes, wait_for
 
 
@@ -130,7 +131,7 @@ def test_detach_keeps_the_engine_and_the_next_console_attaches(tmp_path: Path) -
     ticket(root, "t1", id="T1", title="Runs until stopped", description="hang")
     env = {**os.environ, "SPEC_AGENT_LOG": str(tmp_path / "agent.log"),
            "SPEC_AGENT_LOCKS": str(tmp_path / "locks"), "TERM": "xterm-256color"}
-    first = _Console(root, env)
+    first = PtyConsole(root, env)
     second = None
     background = 0
     try:
@@ -150,7 +151,7 @@ def test_detach_keeps_the_engine_and_the_next_console_attaches(tmp_path: Path) -
         assert background != first.pid and pid_alive(background)
         assert _group(agent) == [agent]  # its agent works on
         assert tasks(root)["T1"].status == "in_progress"
-        second = _Console(root, env)
+        second = PtyConsole(root, env)
         assert _until(lambda: b"not started here" in second.output), second.output[-3000:]
         os.write(second.fd, b"q")  # not its engine: quits at once, the engine stays
         assert second.wait() is not None

@@ -4,19 +4,10 @@ byte and name in its tree, and the console run for real on a pty."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
-import pty
-import select
-import signal
 import stat
-import struct
-import sys
-import termios
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -97,50 +88,3 @@ def until(check: Callable[[], bool], timeout: float = 60) -> bool:
     return False
 
 
-class PtyConsole:
-    """`bernstein-tui -C ROOT [ARGS]` on a real pty, its output drained."""
-
-    def __init__(self, root: Path, env: dict[str, str], *args: str) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: the console on the pty's slave side
-            os.chdir("/")
-            os.execvpe(sys.executable,
-                       [sys.executable, "-m", "console", "-C", str(root), *args], env)
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 110, 0, 0))
-        self.output = bytearray()
-        self.closed = False
-        self.reader = threading.Thread(target=self._drain, daemon=True)
-        self.reader.start()
-
-    def _drain(self) -> None:
-        while not self.closed:
-            try:
-                ready, _, _ = select.select([self.fd], [], [], 0.1)
-                if ready:
-                    chunk = os.read(self.fd, 65536)
-                    if not chunk:
-                        return
-                    self.output += chunk
-            except OSError:  # EIO: the console exited
-                return
-
-    def press(self, keys: bytes) -> None:
-        os.write(self.fd, keys)
-
-    def wait(self, timeout: float = 30) -> int | None:
-        """The exit status, or None if it is still running after `timeout`."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return status
-            time.sleep(0.05)
-        return None
-
-    def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        self.closed = True
-        self.reader.join(timeout=5)
-        os.close(self.fd)

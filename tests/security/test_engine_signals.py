@@ -5,16 +5,11 @@ engine: no agent outlives it, and its task is open again."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import pty
-import select
 import signal
-import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +19,7 @@ import pytest
 
 from console.engine.lock import pid_alive
 from tests.engine_kit import agent_log, make_repo, tasks, ticket
+from tests.pty_kit import PtyConsole
 
 T = TypeVar("T")
 WAIT_S = 60.0  # upper bounds for things that take well under a second; never asserted
@@ -114,59 +110,12 @@ def test_an_agent_dies_with_a_killed_engine(tmp_path: Path) -> None:
         _reap(tmp_path)
 
 
-class _Console:
-    """The console in a real pty, its output drained so it never blocks writing."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: the console on the pty's slave side
-            os.execvpe(sys.executable, [sys.executable, "-m", "console", "-C", str(root)], env)
-        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 110, 0, 0))
-        self.output = bytearray()
-        self.closed = False
-        self.reader = threading.Thread(target=self._drain, daemon=True)
-        self.reader.start()
-
-    def _drain(self) -> None:
-        while not self.closed:
-            try:
-                ready, _, _ = select.select([self.fd], [], [], 0.1)
-                if ready:
-                    chunk = os.read(self.fd, 65536)
-                    if not chunk:
-                        return
-                    self.output += chunk
-            except OSError:  # EIO: the slave side closed (the console exited)
-                return
-
-    def lflag(self) -> int:
-        return termios.tcgetattr(self.fd)[3]
-
-    def wait(self) -> int | None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return status
-            time.sleep(0.05)
-        return None
-
-    def close(self) -> None:
-        self.closed = True
-        self.reader.join(timeout=5)
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
 
 
 def test_console_on_sighup_stops_agents_and_restores_the_terminal(tmp_path: Path) -> None:
     root, env = _project(tmp_path)
-    console = _Console(root, env)
+    console = PtyConsole(root, env)
     try:
         agent = _agent_pid(tmp_path)
         assert _until(lambda: not console.lflag() & termios.ICANON)  # the app's raw mode
@@ -186,7 +135,7 @@ def test_console_on_sighup_stops_agents_and_restores_the_terminal(tmp_path: Path
 
 def test_console_that_loses_its_terminal_stops_agents(tmp_path: Path) -> None:
     root, env = _project(tmp_path)
-    console = _Console(root, env)
+    console = PtyConsole(root, env)
     try:
         agent = _agent_pid(tmp_path)
         console.close()  # the terminal goes away (ssh dropped): the kernel sends SIGHUP

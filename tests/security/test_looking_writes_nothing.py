@@ -20,12 +20,12 @@ import pytest
 from msgspec.structs import replace
 
 from console.sdd.paths import SddPaths
+from tests.pty_kit import PtyConsole
 from tests.security.looking_kit import (
     LEGACY_CHECKPOINT,
     PER_STATE,
     STATES,
     TASKS,
-    PtyConsole,
     changed,
     make_project,
     tree,
@@ -74,6 +74,7 @@ def _console_quits(root: Path, env: dict[str, str], *args: str) -> None:
         console.press(b"q")
         assert console.wait() is not None, "the console did not quit"
     finally:
+        console.kill()
         console.close()
 
 
