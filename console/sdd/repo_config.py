@@ -23,10 +23,6 @@ from pathlib import Path
 CONFIG_MAX = 1024 * 1024
 MAX_DEPTH = 10  # git's own limit on nested includes
 MAX_FILES = 64  # config files and includes read, in all
-#: settings git writes in ordinary work that run nothing and steer none of the engine's
-#: git (a tracking branch, the author): left out of the hash, so they need no re-trust
-_ROUTINE = re.compile(r"^(branch\..+\.(remote|merge|rebase|description)|user\.(name|email))$",
-                      re.DOTALL)
 #: settings that name a program git runs, or steer where its data goes
 _RUNS = re.compile(
     r"^(core\.(fsmonitor|hookspath|sshcommand|gitproxy|pager|editor|askpass|worktree"
@@ -36,7 +32,9 @@ _RUNS = re.compile(
     r"|merge\..+\.driver|remote\..+\.(url|pushurl|uploadpack|receivepack|vcs|proxy)"
     r"|url\..+\.(insteadof|pushinsteadof)|include\.path|includeif\..+\.path|pager\..+"
     r"|alias\..+|trailer\..+\.(command|cmd)|(merge|diff)tool\..+\.cmd"
-    r"|interactive\.difffilter|uploadpack\.packobjectshook)$", re.DOTALL)
+    r"|interactive\.difffilter|uploadpack\.packobjectshook|submodule\..+\.update"
+    r"|http\.(.+\.)?(proxy|sslverify|sslcainfo|sslcapath|sslcert|sslkey|cookiefile"
+    r"|extraheader))$", re.DOTALL)
 
 
 def _is_include(key: str) -> bool:
@@ -151,20 +149,22 @@ def config_files(root: Path) -> Iterator[ConfigFile]:
 
 
 def digest(root: Path) -> str:
-    """The hash of the repository's config (and its includes): every setting but the
-    routine ones, or the raw bytes of a file git cannot parse."""
+    """The hash of what the repository's config (and its includes) can run or steer:
+    each such setting with the file it is in, and any file git cannot parse (its raw
+    bytes) or that is not read (why). Everything else git writes in ordinary work (a
+    `git init`, a tracking branch, the author) runs nothing: it is left out, so it needs
+    no new trust, and a project trusted before its `git init` stays trusted."""
     whole = hashlib.sha256()
     for found in config_files(root):
-        whole.update(os.fsencode(found.shown) + b"\0")
         if found.settings is not None:
             for key, value in found.settings:
-                if not _ROUTINE.match(key):
-                    whole.update(os.fsencode(key) + b"=" + os.fsencode(value) + b"\n")
+                if _RUNS.match(key.lower()):
+                    whole.update(os.fsencode(found.shown) + b"\0" + os.fsencode(key)
+                                 + b"=" + os.fsencode(value) + b"\n")
         elif found.data is not None:
-            whole.update(b"bytes\0" + found.data)
-        else:
-            whole.update(found.problem.encode())
-        whole.update(b"\n")
+            whole.update(os.fsencode(found.shown) + b"\0bytes\0" + found.data + b"\n")
+        elif found.problem != "absent":
+            whole.update(os.fsencode(found.shown) + b"\0" + found.problem.encode() + b"\n")
     return whole.hexdigest()
 
 

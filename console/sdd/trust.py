@@ -12,8 +12,10 @@ it that configures code to run —
   hashed is what runs.
 
 * the repository's git config (`.git/config`, `config.worktree` and the includes they
-  lead to inside the project, console.sdd.repo_config): the settings git would apply,
-  less the routine ones git writes in ordinary work (tracking branches, the author);
+  lead to inside the project, console.sdd.repo_config): the settings that can run a
+  program or steer git (hooks, fsmonitor, drivers, remotes, `insteadOf`, includes, http
+  proxies and certificates), not what git writes in ordinary work (`git init`, a
+  tracking branch, the author);
 * the role templates (`templates/`, and the `roles_dir` bernstein.yaml names when it
   is elsewhere in the project): they pick each role's model and system prompt.
 

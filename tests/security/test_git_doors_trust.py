@@ -52,6 +52,7 @@ def test_the_hash_changes_with_the_git_config_its_includes_and_the_templates(
     # routine settings git writes in ordinary work need no new trust
     git(root, "config", "branch.main.remote", "origin")
     git(root, "config", "branch.main.merge", "refs/heads/main")
+    git(root, "config", "core.logAllRefUpdates", "false")
     assert check(root).trusted
 
     # the role templates pick the model and the system prompt
@@ -143,3 +144,17 @@ def test_a_template_an_agent_merges_steers_no_later_attempt_of_that_run(
     assert {e["model"] for e in agent_log(log) if e["task"] == "T2"} == {"haiku"}
     status = check(root)
     assert not status.trusted and "templates/ changed" in status.reason
+
+
+@pytest.mark.usefixtures("config_home")
+def test_a_project_trusted_before_its_git_init_stays_trusted(tmp_path: Path) -> None:
+    """`init`, `trust`, then `git init` and a first commit (day one on a new project):
+    the config git writes runs nothing, so the engine may start without a new trust."""
+    root = tmp_path / "fresh"
+    root.mkdir()
+    (root / "bernstein.yaml").write_text("agents: {default: script}\n")
+    trust(root)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    assert check(root).trusted
+    git(root, "config", "core.hooksPath", "hooks")  # one that steers git: a new trust
+    assert not check(root).trusted
