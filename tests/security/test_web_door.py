@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,12 +109,16 @@ def serving(root: Path, *flags: str, read_only: bool = False) -> Iterator[Web]:
                                 "web", "--port", str(port), *flags],
                                cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()],
+                     daemon=True).start()
     try:
-        assert process.stdout is not None
         url = ""
         while not url:
-            line = process.stdout.readline()
-            assert line, f"web exited: {process.wait(WAIT_S)} {process.stderr.read()}"  # type: ignore[union-attr]
+            try:
+                line = lines.get(timeout=WAIT_S)
+            except queue.Empty:
+                raise AssertionError("web printed no URL with a token") from None
             url = line.strip() if "token=" in line else ""
 
         def answers() -> bool:
@@ -156,14 +162,29 @@ async def _open_ws(web: Web, *, cookie: bool = True, origin: str | None = None,
     return session, ws
 
 
+async def _first_bytes(ws: aiohttp.ClientWebSocketResponse) -> bytes:
+    """What a tab's console first sends (b"" if nothing comes: no console runs)."""
+    try:
+        message = await asyncio.wait_for(ws.receive(), 30)
+    except TimeoutError:
+        return b""
+    return message.data if isinstance(message.data, bytes) else b""
+
+
+async def _close(session: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse) -> None:
+    """Close a tab (not waiting forever for a server whose console already died)."""
+    with suppress(TimeoutError):
+        await asyncio.wait_for(ws.close(), 10)
+    await session.close()
+
+
 def _refused_ws(web: Web, **kwargs: object) -> int:
     async def attempt() -> int:
         try:
             session, ws = await _open_ws(web, **kwargs)  # type: ignore[arg-type]
         except aiohttp.WSServerHandshakeError as exc:
             return exc.status
-        await ws.close()
-        await session.close()
+        await _close(session, ws)
         return 101
 
     return asyncio.run(attempt())
@@ -215,12 +236,10 @@ def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
             try:
                 first = []
                 for _session, ws in opened:  # each tab's console draws something
-                    message = await ws.receive(timeout=WAIT_S)
-                    first.append(message.data if isinstance(message.data, bytes) else b"")
+                    first.append(await _first_bytes(ws))
                 try:
                     session, ws = await _open_ws(web)
-                    await ws.close()
-                    await session.close()
+                    await _close(session, ws)
                     third = 101
                 except aiohttp.WSServerHandshakeError as exc:
                     third = exc.status
@@ -228,8 +247,7 @@ def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
                 return first, third
             finally:
                 for session, ws in opened:
-                    await ws.close()
-                    await session.close()
+                    await _close(session, ws)
 
         first, third = asyncio.run(tabs())
         assert all(first), first
@@ -239,8 +257,9 @@ def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
 
 def test_non_loopback_host_needs_the_flag(watched: Path) -> None:
     port = _free_port()
-    done = subprocess.run([str(ENTRY_POINT), "-C", str(watched), "web", "--host", "0.0.0.0",
-                           "--port", str(port)], capture_output=True, text=True, timeout=WAIT_S)
+    done = subprocess.run([str(ENTRY_POINT), "-C", str(watched), "--read-only", "web",
+                           "--host", "0.0.0.0", "--port", str(port)], capture_output=True,
+                          text=True, timeout=WAIT_S)
     assert done.returncode == 2
     assert done.stdout == "" and done.stderr.count("\n") == 1
     assert "--allow-remote" in done.stderr and "0.0.0.0" in done.stderr
@@ -281,21 +300,19 @@ def test_a_planted_console_package_is_never_imported(tmp_path: Path) -> None:
     (root / "console" / "__main__.py").write_text("")
     trusted(root)
     with serving(root) as web:
-        until("the engine", lambda: web.engines(), WAIT_S)
+        until("the engine", lambda: web.engines() or marker.exists(), WAIT_S)
 
         async def a_tab() -> bytes:
             session, ws = await _open_ws(web)
             try:
-                message = await ws.receive(timeout=WAIT_S)
-                until("the tab's console", lambda: web.consoles(), WAIT_S)
-                return message.data if isinstance(message.data, bytes) else b""
+                return await _first_bytes(ws)
             finally:
-                await ws.close()
-                await session.close()
+                await _close(session, ws)
 
-        assert asyncio.run(a_tab())  # a real console drew on the page
+        drew = asyncio.run(a_tab())
+        assert not marker.exists(), marker.read_text()
+        assert drew  # a real console drew on the page
         assert web.engines()  # and the engine still runs
-    assert not marker.exists(), marker.read_text()
 
 
 def test_the_demo_agent_imports_nothing_from_its_worktree(tmp_path: Path) -> None:
@@ -321,10 +338,26 @@ def test_a_link_planted_at_the_old_engine_log_is_not_followed(tmp_path: Path,
     (root / ".sdd" / "runtime" / "web-engine.log").symlink_to(outside)
     logs = state_home / "bernstein-tui" / "web"
     with serving(root) as web:
-        until("the engine's first line in its log", lambda: [
+        until("the engine's first line in its log", lambda: outside.exists() or [
             log for log in logs.glob("project-*-engine.log") if log.read_bytes()], WAIT_S)
+    assert not outside.exists(), outside.read_text()[:500]
     assert web.process.stderr is not None
     said = web.process.stderr.read()
     written = [log for log in logs.glob("project-*-engine.log") if log.read_bytes()]
     assert len(written) == 1 and str(written[0]) in said  # the banner says where it is
+
+
+def test_the_engine_log_opener_follows_no_link_and_waits_on_no_fifo(tmp_path: Path) -> None:
+    """The log in the user's state directory is opened the same careful way: a link or a
+    FIFO put there is refused at once (a FIFO would block an ordinary open)."""
+    from console.cli.web_door import open_log
+
+    outside = tmp_path / "outside.txt"
+    (tmp_path / "link.log").symlink_to(outside)
+    os.mkfifo(tmp_path / "fifo.log")
+    for planted in ("link.log", "fifo.log"):
+        with pytest.raises(OSError):
+            os.close(open_log(tmp_path / planted))
     assert not outside.exists()
+    os.close(open_log(tmp_path / "plain.log"))
+    assert (tmp_path / "plain.log").stat().st_mode & 0o777 == 0o600
