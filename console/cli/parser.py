@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from console import __version__
+from console.cli.web import DEFAULT_MAX_TABS
 from console.cli.web import HELP as WEB_HELP
 
 
@@ -94,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--allow-remote", action="store_true",
                      help="allow a --host other than loopback: other machines can reach "
                           "the page (the token still applies; prefer an SSH tunnel)")
-    web.add_argument("--max-tabs", type=int, default=8, metavar="N",
-                     help="consoles open at once, one per browser tab (default 8)")
+    web.add_argument("--max-tabs", type=int, default=DEFAULT_MAX_TABS, metavar="N",
+                     help=f"consoles open at once, one per browser tab "
+                          f"(default {DEFAULT_MAX_TABS})")
     gate = sub.add_parser("release-gate", help="release a mission's held or failed phase "
                                                "gate: its tasks run (recorded, with the reason)")
     gate.add_argument("mission_id", metavar="MISSION")

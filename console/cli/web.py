@@ -15,6 +15,9 @@ the page sets), the websocket's Origin must be the page's and the Host header th
 address, and at most --max-tabs consoles run. Every process `web` starts (the engine,
 each tab's console) runs `python -P -m console` from this user's state directory, never
 from the project, so nothing in the project is imported. The engine log lives there too.
+From another machine, reach it through an SSH tunnel to its loopback port, as HELP
+(`web --help`) says: `ssh -N -L 8000:127.0.0.1:8000 you@this-host`, then open the
+printed URL there.
 
 No orphans: a tab's app process is exec'd by the shell textual-serve starts, so it is
 a child of this process; it exits when its page goes away (textual-serve's quit) and,
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 #: set in each tab's environment: the pid whose death ends it (it checks on start)
 SERVED_BY = "BERNSTEIN_TUI_SERVED_BY"
 ENGINE_STOP_S = 30.0
+#: consoles (browser tabs) at once: a page cannot start hundreds
+DEFAULT_MAX_TABS = 8
 #: our own interpreter for our own modules: -P, so neither the working directory nor a
 #: script's directory joins sys.path (a `console/` planted in a project is never
 #: imported); not -I, which would drop PYTHONPATH and the user site, where an operator's
@@ -59,7 +64,9 @@ tunnel over SSH, from that machine:
     ssh -N -L 8000:127.0.0.1:8000 you@this-host
 
 then open the printed URL (http://127.0.0.1:8000/?token=...) in its browser. The
-tunnel encrypts the traffic and only your SSH login can reach the port.
+tunnel encrypts the traffic and the port stays closed to the network. (Other users of
+either machine can reach a loopback port: the token is what keeps them out, so keep the
+URL to yourself.)
 
 --host with another address needs --allow-remote: then anyone who can reach the port
 and learns the token (sent in clear over plain HTTP) drives the console, the engine,

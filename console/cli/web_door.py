@@ -21,7 +21,6 @@ template, with the websocket URL on the name the browser used.
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import hashlib
 import hmac
@@ -44,7 +43,6 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Middleware
     from textual_serve.server import Server
 
-DEFAULT_MAX_TABS = 8
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 TOKEN_PARAM = "token"
@@ -113,7 +111,7 @@ class Door:
 
     host: str
     port: int
-    max_tabs: int = DEFAULT_MAX_TABS
+    max_tabs: int
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     tabs: int = 0
 
@@ -229,6 +227,8 @@ def build_app(server: Server, door: Door, title: str) -> web.Application:
 
 def serve(app: web.Application, sockets: list[socket.socket]) -> None:
     """Run until SIGINT/SIGTERM, on the sockets bound by `listen`."""
+    import asyncio
+
     from aiohttp import web
     from aiohttp.web_runner import GracefulExit
 
