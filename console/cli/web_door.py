@@ -114,6 +114,13 @@ class Door:
     max_tabs: int
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     tabs: int = 0
+    #: for a wildcard bind, this machine's names (looked up once, not per request)
+    names: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.host in WILDCARDS:
+            self.names = frozenset({socket.gethostname().lower(), socket.getfqdn().lower(),
+                                    "localhost"})
 
     @property
     def cookie(self) -> str:
@@ -139,7 +146,7 @@ class Door:
             return True
         if self.host not in WILDCARDS:
             return False
-        if name in {socket.gethostname().lower(), socket.getfqdn().lower(), "localhost"}:
+        if name in self.names:
             return True
         try:
             ipaddress.ip_address(name.strip("[]"))
