@@ -1,7 +1,8 @@
 """#19.10: `bernstein-tui --demo web` in a real headless Chromium (Debian's `chromium`,
 driven by playwright-core from npm): the page loads, a task row arrives, a key press
 reaches the app, every glyph the console draws has a glyph in the page's font, and
-closing the page leaves no process; stopping `web` stops its one engine.
+closing the page leaves no process; stopping `web` stops its one engine. The page is
+opened through the URL with the token `web` prints (issue #32.1).
 
 Skipped, saying what is missing, without Chromium or Node ≥ 20 and npm (.ci/run installs
 Chromium with apt when it can)."""
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -107,8 +109,16 @@ def test_the_demo_in_a_real_browser(driver: tuple[str, Path], tmp_path: Path) ->
     web = subprocess.Popen([sys.executable, "-m", "console", "--demo", "web", "--port",
                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            start_new_session=True, cwd=tmp_path)
+    said: list[bytes] = []
+    reader = threading.Thread(target=lambda: said.extend(web.stdout or ()), daemon=True)
+    reader.start()
     try:
-        url = f"http://127.0.0.1:{port}/"
+        # the one URL web prints carries this run's token (issue #32.1): the page sets
+        # its cookie, which the page's websocket then carries
+        url = until("web to print its URL", lambda: next((
+            line.decode().strip() for line in list(said) if b"?token=" in line), None), WAIT_S)
+        assert url.startswith(f"http://127.0.0.1:{port}/?token="), url
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 403
 
         def serving() -> bool:
             try:
@@ -136,7 +146,9 @@ def test_the_demo_in_a_real_browser(driver: tuple[str, Path], tmp_path: Path) ->
             c for c in _children(web.pid).values() if "--no-engine" in c], WAIT_S)
         assert all(pid_alive(pid) for pid in engines)
         web.send_signal(signal.SIGTERM)
-        output, _ = web.communicate(timeout=WAIT_S)
+        web.wait(timeout=WAIT_S)
+        reader.join(WAIT_S)
+        output = b"".join(said)
         assert web.returncode == 0, output.decode(errors="replace")[-2000:]
         until("the engine to stop with web",
               lambda: not any(pid_alive(pid) for pid in engines), WAIT_S)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from console import __version__
+from console.cli.web import DEFAULT_MAX_TABS
+from console.cli.web import HELP as WEB_HELP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,10 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
         decision.add_argument("proposal_id", metavar="PROPOSAL_ID")
         decision.add_argument("--reason", default="", required=name == "reject")
     web = sub.add_parser("web", help="serve the console to a browser (textual-serve): one "
-                                     "engine for the project, shared by every tab")
+                                     "engine for the project, shared by every tab; open the "
+                                     "URL it prints (it carries this run's token)",
+                         description=WEB_HELP,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     web.add_argument("--host", default="127.0.0.1",
-                     help="address to listen on (default 127.0.0.1: this machine only)")
+                     help="address to listen on (default 127.0.0.1: this machine only; "
+                          "any other needs --allow-remote)")
     web.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    web.add_argument("--allow-remote", action="store_true",
+                     help="allow a --host other than loopback: other machines can reach "
+                          "the page (the token still applies; prefer an SSH tunnel)")
+    web.add_argument("--max-tabs", type=int, default=DEFAULT_MAX_TABS, metavar="N",
+                     help=f"consoles open at once, one per browser tab "
+                          f"(default {DEFAULT_MAX_TABS})")
     gate = sub.add_parser("release-gate", help="release a mission's held or failed phase "
                                                "gate: its tasks run (recorded, with the reason)")
     gate.add_argument("mission_id", metavar="MISSION")

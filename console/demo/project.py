@@ -65,7 +65,7 @@ def config(python: str) -> str:
 # agent, not a model): no API keys, no network. Run: bernstein-tui -C . (or --demo).
 agents:
   script:
-    command: [{json.dumps(python)}, "-m", "console.demo.agent"]
+    command: [{json.dumps(python)}, "-I", "-m", "console.demo.agent"]
   timeouts: {{small: 60, medium: 90, large: 120}}
 workers: 3
 cascade:

@@ -1,0 +1,363 @@
+"""`web` is a local, authenticated door (issue #32.1), end to end: the real
+`bernstein-tui web` on a free port of 127.0.0.1, talked to as a hostile web page (no
+token, another Origin, another Host: DNS rebinding), a greedy one (hundreds of tabs) and a
+hostile repository (a `console/` package planted in it, a link planted where the engine
+log used to be) would. Each refusal is one plain line, and no console process starts
+for it: the web process's children are counted through /proc."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import httpx
+import pytest
+import yaml
+
+from console.sdd.skeleton import init_project
+from tests.conftest import trusted
+from tests.engine_kit import until
+
+WAIT_S = 60.0
+ENTRY_POINT = Path(sys.executable).parent / "bernstein-tui"
+PLANTED = """\
+import pathlib, sys
+with open({marker!r}, "a") as out:
+    out.write(" ".join(sys.argv) + "\\n")
+"""
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+               ) -> Path:
+    """`web`'s own directory (engine log, working directory) in a temp state home."""
+    home = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    return home
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Live descendants of `pid` with their command lines (a /proc walk)."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents[int(entry)], lines[int(entry)] = int(fields[1]), cmd
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in found:
+                found[child] = lines[child]
+                frontier.append(child)
+    return found
+
+
+@dataclass
+class Web:
+    process: subprocess.Popen[str]
+    port: int
+    url: str  # the one URL it printed, with the token
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def token(self) -> str:
+        return self.url.rsplit("token=", 1)[1]
+
+    def consoles(self) -> list[str]:
+        return [c for c in _descendants(self.process.pid).values() if "--no-engine" in c
+                or ("-m console" in c and " run" not in c and " web" not in c)]
+
+    def engines(self) -> list[str]:
+        return [c for c in _descendants(self.process.pid).values() if c.endswith(" run ")]
+
+
+@contextmanager
+def serving(root: Path, *flags: str, read_only: bool = False) -> Iterator[Web]:
+    """`bernstein-tui web` started as an operator does (the entry point, in the
+    project's directory), until it prints its URL; stopped (SIGTERM) after."""
+    port = _free_port()
+    process = subprocess.Popen([str(ENTRY_POINT), *(["--read-only"] if read_only else []),
+                                "web", "--port", str(port), *flags],
+                               cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or ()],
+                     daemon=True).start()
+    try:
+        url = ""
+        while not url:
+            try:
+                line = lines.get(timeout=WAIT_S)
+            except queue.Empty:
+                raise AssertionError("web printed no URL with a token") from None
+            url = line.strip() if "token=" in line else ""
+
+        def answers() -> bool:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                return True
+            except httpx.HTTPError:
+                return False
+
+        until("web to answer", answers, WAIT_S)
+        yield Web(process, port, url)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(WAIT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+async def _open_ws(web: Web, *, cookie: bool = True, origin: str | None = None,
+                   host: str | None = None) -> tuple[aiohttp.ClientSession,
+                                                     aiohttp.ClientWebSocketResponse]:
+    """A websocket to /ws as a page would open it (the token's cookie, an Origin);
+    aiohttp.WSServerHandshakeError (with .status) when refused."""
+    jar = aiohttp.CookieJar(unsafe=True)  # keeps cookies for an IP address host
+    session = aiohttp.ClientSession(cookie_jar=jar)
+    try:
+        if cookie:
+            async with session.get(web.url) as page:
+                assert page.status == 200
+        headers = {"Origin": origin or web.base}
+        if host is not None:
+            headers["Host"] = host
+        ws = await session.ws_connect(f"ws://127.0.0.1:{web.port}/ws?width=80&height=24",
+                                      headers=headers)
+    except BaseException:
+        await session.close()
+        raise
+    return session, ws
+
+
+async def _first_bytes(ws: aiohttp.ClientWebSocketResponse) -> bytes:
+    """What a tab's console first sends (b"" if nothing comes: no console runs)."""
+    try:
+        message = await asyncio.wait_for(ws.receive(), 30)
+    except TimeoutError:
+        return b""
+    return message.data if isinstance(message.data, bytes) else b""
+
+
+async def _close(session: aiohttp.ClientSession, ws: aiohttp.ClientWebSocketResponse) -> None:
+    """Close a tab (not waiting forever for a server whose console already died)."""
+    with suppress(TimeoutError):
+        await asyncio.wait_for(ws.close(), 10)
+    await session.close()
+
+
+def _refused_ws(web: Web, **kwargs: object) -> int:
+    async def attempt() -> int:
+        try:
+            session, ws = await _open_ws(web, **kwargs)  # type: ignore[arg-type]
+        except aiohttp.WSServerHandshakeError as exc:
+            return exc.status
+        await _close(session, ws)
+        return 101
+
+    return asyncio.run(attempt())
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Path:
+    """A trusted project with nothing to do (web serves it --read-only: no engine)."""
+    root = tmp_path / "project"
+    init_project(root)
+    return trusted(root)
+
+
+def test_no_token_no_page_no_console(watched: Path) -> None:
+    with serving(watched, read_only=True) as web:
+        assert web.url.startswith(f"http://127.0.0.1:{web.port}/?token=")
+        for url in (f"{web.base}/", f"{web.base}/?token=wrong", f"{web.base}/static/js/textual.js"):
+            answer = httpx.get(url, timeout=10)
+            assert answer.status_code == 403, url
+            assert answer.text.count("\n") == 1 and "token" in answer.text
+        assert _refused_ws(web, cookie=False) == 403
+        assert web.consoles() == []
+        page = httpx.get(web.url, timeout=10)  # the printed URL: the page, and its cookie
+        assert page.status_code == 200 and f'ws://127.0.0.1:{web.port}/ws' in page.text
+        cookie = page.headers["set-cookie"]
+        assert web.token in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert web.consoles() == []
+
+
+def test_websocket_from_another_origin_or_host_is_refused(watched: Path) -> None:
+    with serving(watched, read_only=True) as web:
+        # a hostile page the operator visits: the cookie would ride along, its Origin not
+        assert _refused_ws(web, origin="http://evil.example") == 403
+        # DNS rebinding: evil.example resolved to 127.0.0.1, so page and socket agree
+        rebound = f"evil.example:{web.port}"
+        assert _refused_ws(web, origin=f"http://{rebound}", host=rebound) == 403
+        answer = httpx.get(web.url, headers={"Host": rebound}, timeout=10)
+        assert answer.status_code == 403 and "Host" in answer.text
+        assert web.consoles() == []
+        # localhost is this machine too
+        assert _refused_ws(web, origin=f"http://localhost:{web.port}",
+                           host=f"localhost:{web.port}") == 101
+
+
+def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
+    with serving(watched, "--max-tabs", "2", read_only=True) as web:
+        async def tabs() -> tuple[list[bytes], int]:
+            opened = [await _open_ws(web) for _ in range(2)]
+            try:
+                first = []
+                for _session, ws in opened:  # each tab's console draws something
+                    first.append(await _first_bytes(ws))
+                try:
+                    session, ws = await _open_ws(web)
+                    await _close(session, ws)
+                    third = 101
+                except aiohttp.WSServerHandshakeError as exc:
+                    third = exc.status
+                until("two consoles", lambda: len(web.consoles()) == 2, WAIT_S)
+                return first, third
+            finally:
+                for session, ws in opened:
+                    await _close(session, ws)
+
+        first, third = asyncio.run(tabs())
+        assert all(first), first
+        assert third == 503
+        until("the closed tabs' consoles to exit", lambda: web.consoles() == [], WAIT_S)
+
+
+def test_non_loopback_host_needs_the_flag(watched: Path) -> None:
+    port = _free_port()
+    done = subprocess.run([str(ENTRY_POINT), "-C", str(watched), "--read-only", "web",
+                           "--host", "0.0.0.0", "--port", str(port)], capture_output=True,
+                          text=True, timeout=WAIT_S)
+    assert done.returncode == 2
+    assert done.stdout == "" and done.stderr.count("\n") == 1
+    assert "--allow-remote" in done.stderr and "0.0.0.0" in done.stderr
+    with serving(watched, "--host", "0.0.0.0", "--allow-remote", read_only=True) as web:
+        assert httpx.get(f"{web.base}/", timeout=10).status_code == 403  # the token holds
+        assert _refused_ws(web, cookie=False) == 403
+    assert web.process.stderr is not None
+    warning = web.process.stderr.read()
+    assert "warning" in warning and "token" in warning and "SSH tunnel" in warning
+
+
+def test_a_busy_port_is_one_line_and_starts_nothing(watched: Path, state_home: Path) -> None:
+    runtime = watched / ".sdd" / "runtime"
+    before = sorted(p.name for p in runtime.iterdir())
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.Popen([str(ENTRY_POINT), "web", "--port", str(port)], cwd=watched,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = done.communicate(timeout=WAIT_S)
+    assert done.returncode == 2, err
+    assert out == "" and err.count("\n") == 1 and f"port {port}" in err and "busy" in err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in runtime.iterdir()) == before  # no engine: no lock, no log
+    assert not (state_home / "bernstein-tui" / "web").exists() or \
+        not list((state_home / "bernstein-tui" / "web").iterdir())
+
+
+def test_a_planted_console_package_is_never_imported(tmp_path: Path) -> None:
+    """The operator runs `bernstein-tui web` in a repository that carries a `console/`
+    package: neither the engine `web` starts nor a tab's console imports it."""
+    root = tmp_path / "project"
+    init_project(root)
+    marker = tmp_path / "imported"
+    (root / "console").mkdir()
+    (root / "console" / "__init__.py").write_text(PLANTED.format(marker=str(marker)))
+    (root / "console" / "__main__.py").write_text("")
+    trusted(root)
+    with serving(root) as web:
+        until("the engine", lambda: web.engines() or marker.exists(), WAIT_S)
+
+        async def a_tab() -> bytes:
+            session, ws = await _open_ws(web)
+            try:
+                return await _first_bytes(ws)
+            finally:
+                await _close(session, ws)
+
+        drew = asyncio.run(a_tab())
+        assert not marker.exists(), marker.read_text()
+        assert drew  # a real console drew on the page
+        assert web.engines()  # and the engine still runs
+
+
+def test_the_demo_agent_imports_nothing_from_its_worktree(tmp_path: Path) -> None:
+    """The demo's agent command (in the demo's bernstein.yaml) runs in an agent's
+    worktree: a `console/` package there is not what it runs."""
+    from console.demo.project import config
+
+    command = yaml.safe_load(config(sys.executable))["agents"]["script"]["command"]
+    marker = tmp_path / "imported"
+    (tmp_path / "console").mkdir()
+    (tmp_path / "console" / "__init__.py").write_text(PLANTED.format(marker=str(marker)))
+    subprocess.run(command, cwd=tmp_path, input="{}", capture_output=True, text=True,
+                   timeout=WAIT_S, env={**os.environ, "PYTHONPATH": ":"})
+    assert not marker.exists(), marker.read_text()
+
+
+def test_a_link_planted_at_the_old_engine_log_is_not_followed(tmp_path: Path,
+                                                               state_home: Path) -> None:
+    root = tmp_path / "project"
+    init_project(root)
+    trusted(root)
+    outside = tmp_path / "outside.txt"
+    (root / ".sdd" / "runtime" / "web-engine.log").symlink_to(outside)
+    logs = state_home / "bernstein-tui" / "web"
+    with serving(root) as web:
+        until("the engine's first line in its log", lambda: outside.exists() or [
+            log for log in logs.glob("project-*-engine.log") if log.read_bytes()], WAIT_S)
+    assert not outside.exists(), outside.read_text()[:500]
+    assert web.process.stderr is not None
+    said = web.process.stderr.read()
+    written = [log for log in logs.glob("project-*-engine.log") if log.read_bytes()]
+    assert len(written) == 1 and str(written[0]) in said  # the banner says where it is
+
+
+def test_the_engine_log_opener_follows_no_link_and_waits_on_no_fifo(tmp_path: Path) -> None:
+    """The log in the user's state directory is opened the same careful way: a link or a
+    FIFO put there is refused at once (a FIFO would block an ordinary open)."""
+    from console.cli.web_door import open_log
+
+    outside = tmp_path / "outside.txt"
+    (tmp_path / "link.log").symlink_to(outside)
+    os.mkfifo(tmp_path / "fifo.log")
+    for planted in ("link.log", "fifo.log"):
+        with pytest.raises(OSError):
+            os.close(open_log(tmp_path / planted))
+    assert not outside.exists()
+    os.close(open_log(tmp_path / "plain.log"))
+    assert (tmp_path / "plain.log").stat().st_mode & 0o777 == 0o600
