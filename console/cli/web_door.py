@@ -22,7 +22,6 @@ template, with the websocket URL on the name the browser used.
 from __future__ import annotations
 
 import errno
-import hashlib
 import hmac
 import ipaddress
 import os
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.cli.errors import UsageError
+from console.sdd.user_dirs import project_key
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -263,7 +263,7 @@ def engine_log_path(project: Path) -> Path:
     """The engine log of a project, under the user's state directory, keyed by the
     project's real path (never in the project, where a planted link or FIFO waits)."""
     real = os.path.realpath(project)
-    key = hashlib.sha256(os.fsencode(real)).hexdigest()[:16]
+    key = project_key(real)[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(real).name)[:40] or "project"
     return web_home() / f"{name}-{key}-engine.log"
 

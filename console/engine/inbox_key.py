@@ -22,7 +22,6 @@ A root process can too.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import json
 import os
@@ -34,7 +33,7 @@ from pathlib import Path
 
 from console.sdd.confine import is_safe_id
 from console.sdd.fields import brief
-from console.sdd.user_dirs import private_dir, user_state_dir
+from console.sdd.user_dirs import private_dir, project_key, user_state_dir
 
 KEY_BYTES = 32
 MAX_AGE_S = 300.0  # a request older than this is refused (stale)
@@ -56,8 +55,7 @@ def key_dir() -> Path:
 
 def key_file(root: Path) -> Path:
     """Where the engine of the project at `root` keeps its key (by its real path)."""
-    digest = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()
-    return key_dir() / f"{digest}.key"
+    return key_dir() / f"{project_key(root)}.key"
 
 
 def _private_key_dir() -> Path:

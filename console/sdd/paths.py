@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
 import msgspec
 
-from console.sdd.user_dirs import user_cache_dir
+from console.sdd.user_dirs import project_key, user_cache_dir
 
 
 class Kind(StrEnum):
@@ -82,10 +81,7 @@ class SddPaths(msgspec.Struct, frozen=True):
         what is in it is anyone's: DESIGN §7), one file a project, named by the sha256
         of the project's real path. (One left in `.sdd/caching/console/` by an older
         version is never read, nor removed.)"""
-        import hashlib  # (4 ms: only once there may be a checkpoint to read or write)
-
-        real = os.fsencode(os.path.realpath(self.root))
-        return user_cache_dir() / "checkpoints" / f"{hashlib.sha256(real).hexdigest()}.ckpt"
+        return user_cache_dir() / "checkpoints" / f"{project_key(self.root)}.ckpt"
 
     def display(self, path: Path) -> str:
         """A path as shown to the operator: relative to the project when inside it."""

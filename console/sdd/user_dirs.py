@@ -45,3 +45,12 @@ def private_dir(path: Path) -> Path:
     if info.st_uid == os.getuid() and info.st_mode & 0o077:
         os.chmod(path, 0o700)
     return path
+
+
+def project_key(root: Path | str) -> str:
+    """The name this user's files about a project go by (its checkpoint, its engine's
+    control key, `web`'s engine log): the SHA-256 of the project's real path, so two
+    paths to one project share them and no name from the project is ever a path."""
+    import hashlib  # (4 ms: only once a file about a project is looked for)
+
+    return hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()

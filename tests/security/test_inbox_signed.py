@@ -137,11 +137,11 @@ def test_only_signed_requests_drive_the_engine(tmp_path: Path) -> None:
         name = f"{request['id']}.json"
         answer = _drop(root, name, request)
         assert answer["ok"] is True and "paused" in answer["message"], answer
-        assert _paused(root)
+        _until("the engine to say it is paused", lambda: _paused(root))
         resumed = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "resume"],
                                  capture_output=True, text=True, timeout=120)
         assert resumed.returncode == 0 and "resumed" in resumed.stdout, resumed.stderr
-        assert not _paused(root)
+        _until("the engine to say it runs again", lambda: not _paused(root))
         # ... once: the same file, copied and dropped again, is a replay
         answer = _drop(root, name, request)
         assert answer["ok"] is False and "replayed" in answer["message"], answer

@@ -27,7 +27,7 @@ import yaml
 
 from console.sdd.skeleton import init_project
 from tests.conftest import trusted
-from tests.engine_kit import until
+from tests.engine_kit import make_repo, until
 
 WAIT_S = 60.0
 ENTRY_POINT = Path(sys.executable).parent / "bernstein-tui"
@@ -292,8 +292,7 @@ def test_a_busy_port_is_one_line_and_starts_nothing(watched: Path, state_home: P
 def test_a_planted_console_package_is_never_imported(tmp_path: Path) -> None:
     """The operator runs `bernstein-tui web` in a repository that carries a `console/`
     package: neither the engine `web` starts nor a tab's console imports it."""
-    root = tmp_path / "project"
-    init_project(root)
+    root = make_repo(tmp_path)  # a git repository: its engine runs until web stops
     marker = tmp_path / "imported"
     (root / "console").mkdir()
     (root / "console" / "__init__.py").write_text(PLANTED.format(marker=str(marker)))
