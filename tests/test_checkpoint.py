@@ -23,6 +23,7 @@ from benchmarks.generate import Sizes, generate
 from console.sdd import checkpoint, sealed
 from console.sdd import source as source_module
 from console.sdd.chain_state import SavedChains
+from console.sdd.fileio import file_signature
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.source import LocalSource
 from console.sdd.state import State
@@ -291,7 +292,7 @@ def test_only_files_their_listing_gives_are_put_back(project: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
         info = os.stat(path)
-        saved[display] = SavedReport(display, source_module._signature(info), some)
+        saved[display] = SavedReport(display, file_signature(info), some)
     fresh = LocalSource(project, checkpoint_after=None)
     fresh.saved_files[Kind.GATE_REPORT] = saved
     fresh.load()

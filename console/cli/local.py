@@ -142,11 +142,10 @@ def failed_exit(failed: list[str]) -> int:
 
 
 def cmd_gates(root: Path, as_json: bool) -> int:
-    from console.engine.gates.base import ToolMissing
+    from console.engine.gates.base import ToolMissing, tool_environ
     from console.engine.gates.cache import GateCache
     from console.engine.gates.pipeline import GatePipeline, load_gate_setup
     from console.engine.gates.plugins import PluginError
-    from console.engine.gates.toolenv import tool_environ
     from console.engine.llm import LlmClient
     from console.engine.safegit import GitFailed, GitRefused, run_git
     from console.sdd.gate_config import GateConfigError

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from console.engine.gates.base import ToolMissing, run_tool, tool_argv
-from console.engine.gates.toolenv import tool_environ
+from console.engine.gates.base import ToolMissing, run_tool, tool_argv, tool_environ
 from console.model import GateResult
 
 #: ruff codes a mechanical fix handles without judgement

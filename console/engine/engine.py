@@ -23,10 +23,10 @@ from console.engine.chain import ChainKeeper
 from console.engine.errors import EngineError, IllegalTransition
 from console.engine.events import EventLog
 from console.engine.evolution_apply import EvolutionConfig, parse_evolution
+from console.engine.gates.base import tool_environ
 from console.engine.gates.cache import GateCache
 from console.engine.gates.pipeline import GatePipeline, load_gate_setup
 from console.engine.gates.plugins import PluginError
-from console.engine.gates.toolenv import tool_environ
 from console.engine.gitops import GitRepo
 from console.engine.ingest import Ingestor, reconcile_blocked, satisfied
 from console.engine.janitor import Janitor

@@ -23,9 +23,8 @@ from typing import Any
 
 from console.control import Outcome
 from console.engine.evolution import RISK_NAMES, classify
-from console.engine.gates.base import run_git_tool, run_tool
+from console.engine.gates.base import run_git_tool, run_tool, tool_environ
 from console.engine.gates.digest import generic_digest
-from console.engine.gates.toolenv import tool_environ
 from console.engine.gitops import GitRepo
 from console.sdd.approval_progress import announce, finished
 from console.sdd.confine import UnsafeId, safe_id, sdd_path

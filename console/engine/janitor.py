@@ -19,7 +19,7 @@ import httpx
 import regex  # type: ignore[import-untyped]  # the regex package ships no stubs
 
 from console.engine.agents.process import AgentCommand, run_agent
-from console.engine.gates.toolenv import tool_environ
+from console.engine.gates.base import tool_environ
 from console.engine.llm import LlmClient, LlmUnavailable
 from console.engine.safegit import GitFailed, child_env
 from console.model import CompletionSignal

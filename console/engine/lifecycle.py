@@ -155,7 +155,7 @@ class Stopper:
         watchdog ends too, unless a stop was asked for (then it is the backstop)."""
         for sig, handler in self._previous.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                signal.signal(sig, handler)  # type: ignore[arg-type]  # as signal.signal gave it
         self._previous.clear()
         if not self._code:
             self._wake(b"-")

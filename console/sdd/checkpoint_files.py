@@ -1,6 +1,6 @@
 """The whole files in a checkpoint (sdd/checkpoint.py): each gate report
 (`runtime/gates/<task>.json`) and backlog ticket read without a problem, kept with the
-signature its file had when it was read (source.Signature: device, inode, size,
+signature its file had when it was read (fileio.Signature: device, inode, size,
 mtime, ctime, mode).
 
 On start each directory is listed as usual (LocalSource._sync_dir), and a file whose
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from console.model import GateReport, Ticket
+from console.sdd.fileio import Signature
 from console.sdd.paths import Kind
-from console.sdd.source import Signature
 
 if TYPE_CHECKING:
     from console.sdd.delta import Delta

@@ -205,3 +205,15 @@ def read_log_tail(root: Path, log: str, limit: int = LOG_TAIL_BYTES) -> str:
         return f"(log not readable: {exc.strerror or exc})"
     text = data.decode("utf-8", errors="replace")
     return (f"… {size - limit} earlier bytes not shown\n" if size > limit else "") + text
+
+
+#: what says a whole file is unchanged since it was read (here and in a checkpoint): its
+#: device, inode, size, mtime, ctime and mode. The ctime because the mtime is anyone's to
+#: set (os.utime): a file rewritten in place to the same size with its mtime put back
+#: still has a new ctime, which only the kernel sets.
+Signature = tuple[int, int, int, int, int, int]
+
+
+def file_signature(info: os.stat_result) -> Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
+            info.st_mode)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from console.model import Ticket
 from console.sdd import frame_reads
-from console.sdd.fileio import read_json_object, read_regular_file
+from console.sdd.fileio import Signature, file_signature, read_json_object, read_regular_file
 from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
 from console.sdd.state import Delta, State
@@ -42,18 +42,6 @@ HOLD_FOR_PAINT_S = 1.0  # ... but never longer than this
 #: a checkpoint is written once this much JSONL was read since the last one (smaller
 #: projects read fast enough cold and never get one)
 CHECKPOINT_AFTER_BYTES = 4 * 1024 * 1024
-
-#: what says a whole file is unchanged since it was read (here and in a checkpoint): its
-#: device, inode, size, mtime, ctime and mode. The ctime because the mtime is anyone's to
-#: set (os.utime): a file rewritten in place to the same size with its mtime put back
-#: still has a new ctime, which only the kernel sets.
-Signature = tuple[int, int, int, int, int, int]
-
-
-def _signature(info: os.stat_result) -> Signature:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns,
-            info.st_mode)
-
 
 class LocalSource:
     """State from files under `root/.sdd/`, written by anyone."""
@@ -148,7 +136,7 @@ class LocalSource:
         """Re-read a whole-file kind only when its signature changed."""
         key = str(path)
         try:
-            signature: Signature | None = _signature(os.stat(path))
+            signature: Signature | None = file_signature(os.stat(path))
         except OSError:
             signature = None
         if signature is not None and self.signatures.get(key) == signature:
@@ -201,7 +189,7 @@ class LocalSource:
                         continue
                     found.add(shown + name)
                     try:
-                        signature = _signature(entry.stat())
+                        signature = file_signature(entry.stat())
                     except OSError:
                         signature = None
                     if signature is None or self.signatures.get(full + name) != signature:

@@ -94,7 +94,8 @@ def test_gates_and_the_engines_gates_give_tests_the_same_scrubbed_environment(
     assert _keys(from_cli) == _keys(from_engine)
     from_signal = _dumped(checked)
     # the gates' tools get git's hardening; the signal runs through /bin/sh (its own PWD)
-    other = re.compile(r"GIT_CONFIG_\w+|PWD|OLDPWD|SHLVL|_")
+    # (and the gates point VIRTUAL_ENV at the project's .venv; the signal has the engine's)
+    other = re.compile(r"GIT_CONFIG_\w+|PWD|OLDPWD|SHLVL|_|VIRTUAL_ENV")
     assert {k for k in _keys(from_signal) if not other.fullmatch(k)} == \
         {k for k in _keys(from_engine) if not other.fullmatch(k)}
     assert from_engine["BERNSTEIN_TUI_PROJECT"] == str(root)

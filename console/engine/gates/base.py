@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from console.engine.agents.process import scrubbed_env
 from console.engine.llm import LlmClient
 from console.engine.safegit import child_env, git_argv, git_env
 from console.sdd.gate_config import GateSpec, QualityGatesConfig
+from console.sdd.project_config import DEFAULT_ENV_ALLOW
 
 MAX_OUTPUT = 2 * 1024 * 1024
 
@@ -49,6 +51,19 @@ class ToolRun:
     duration_s: float
 
 
+def tool_environ(extra: Mapping[str, str] | None = None,
+                 source: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The one environment every piece of project code we run starts from (the gates'
+    tools, the engine's and `bernstein-tui gates`', `test_passes`, an evolution
+    proposal's tests): only `DEFAULT_ENV_ALLOW` (PATH, HOME, the locale, the terminal,
+    TMPDIR, the user, the virtualenv) and LC_* from `source` (this process's
+    environment), PYTHONDONTWRITEBYTECODE=1, and `extra` (the engine's marker of its own
+    processes). Nothing else: no API key, cloud or forge token, and not what
+    `agents.env` passes to agents (the vendor CLIs' keys)."""
+    return scrubbed_env(DEFAULT_ENV_ALLOW, {"PYTHONDONTWRITEBYTECODE": "1", **(extra or {})},
+                        source)
+
+
 class ToolMissing(Exception):
     """The tool a gate needs is not installed; the gate is skipped with this reason."""
 
@@ -66,8 +81,6 @@ def tool_argv(executable: str, module: str | None = None) -> tuple[str, ...]:
 
 @functools.cache
 def _version_output(argv: tuple[str, ...]) -> str:
-    from console.engine.gates.toolenv import tool_environ  # (it imports this module)
-
     try:  # the project's own tool, maybe: project code, in project code's environment
         out = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=30,
                              env=tool_environ(), stdin=subprocess.DEVNULL)

@@ -38,11 +38,12 @@ from console.engine.gates.base import (
     Verdict,
     run_git_tool,
     run_tool,
+    tool_environ,
 )
 from console.engine.gates.cache import GateCache, cache_key, describe
 from console.engine.gates.imports import is_test_file
 from console.engine.gates.plugins import LoadedPlugin, discover, run_plugin
-from console.engine.gates.toolenv import ProjectEnv, find_env, tool_environ
+from console.engine.gates.toolenv import ProjectEnv, find_env
 from console.engine.llm import LlmClient
 from console.engine.safegit import NO_DIFF_PROGRAMS, git_argv, git_env
 from console.model import GateReport, GateResult

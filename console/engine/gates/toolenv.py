@@ -5,10 +5,7 @@ A project with its own dependencies is tested by its own interpreter: its `.venv
 is there and uv is installed, else PATH (then this interpreter's modules). The tools
 run project code either way (its tests), which is why `gates` needs a trusted project.
 
-`tool_environ` is the one environment every piece of project code we run starts from:
-the gates' tools (the engine's and `bernstein-tui gates`'), `test_passes`, and an
-evolution proposal's tests and benchmarks. The operator's API keys, cloud and forge
-tokens never reach it.
+Every piece of project code we run starts from `base.tool_environ`.
 """
 
 from __future__ import annotations
@@ -23,22 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from console.engine.agents.process import scrubbed_env
-from console.engine.gates.base import tool_argv, tool_fingerprint
-from console.sdd.project_config import DEFAULT_ENV_ALLOW
+from console.engine.gates.base import tool_argv, tool_environ, tool_fingerprint
 
 VENV_NAMES = (".venv", "venv")
-
-
-def tool_environ(extra: Mapping[str, str] | None = None,
-                 source: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment project code runs in: only `DEFAULT_ENV_ALLOW` (PATH, HOME, the
-    locale, the terminal, TMPDIR, the user, the virtualenv) and LC_* from `source` (this
-    process's environment), PYTHONDONTWRITEBYTECODE=1, and `extra` (the engine's marker
-    of its own processes). Nothing else: no API key, cloud or forge token, and not what
-    `agents.env` passes to agents (the vendor CLIs' keys)."""
-    return scrubbed_env(DEFAULT_ENV_ALLOW, {"PYTHONDONTWRITEBYTECODE": "1", **(extra or {})},
-                        source)
 
 
 @dataclass(frozen=True, slots=True)
