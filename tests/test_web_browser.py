@@ -113,8 +113,8 @@ def test_the_demo_in_a_real_browser(driver: tuple[str, Path], tmp_path: Path) ->
     reader = threading.Thread(target=lambda: said.extend(web.stdout or ()), daemon=True)
     reader.start()
     try:
-        # the one URL web prints carries this run's token (issue #32.1): the page sets
-        # its cookie, which the page's websocket then carries
+        # the one URL web prints carries this run's token (issue #32.1): the page puts
+        # it in the websocket URL it opens (no cookie)
         url = until("web to print its URL", lambda: next((
             line.decode().strip() for line in list(said) if b"?token=" in line), None), WAIT_S)
         assert url.startswith(f"http://127.0.0.1:{port}/?token="), url

@@ -10,9 +10,11 @@ as a console does on a project another engine runs. With `--server`, each tab at
 to the task server and no engine runs here.
 
 The door: `web` listens on 127.0.0.1 unless `--allow-remote` (with a warning), and
-prints one URL carrying this run's token; the page and its websocket need it (a cookie
-the page sets), the websocket's Origin must be the page's and the Host header the bound
-address, and at most --max-tabs consoles run. Every process `web` starts (the engine,
+prints one URL carrying this run's token; the page and its websocket need it in their
+URL (never a cookie: cookies do not tell ports apart, so another local server would get
+it), the websocket's Origin must be the page's and the Host header a loopback name (any
+port, for a tunnel) or, with --allow-remote, the bound address, and at most --max-tabs
+consoles run. Every process `web` starts (the engine,
 each tab's console) runs `python -P -m console` from this user's state directory, never
 from the project, so nothing in the project is imported. The engine log lives there too.
 From another machine, reach it through an SSH tunnel to its loopback port, as HELP
@@ -63,10 +65,11 @@ tunnel over SSH, from that machine:
 
     ssh -N -L 8000:127.0.0.1:8000 you@this-host
 
-then open the printed URL (http://127.0.0.1:8000/?token=...) in its browser. The
-tunnel encrypts the traffic and the port stays closed to the network. (Other users of
-either machine can reach a loopback port: the token is what keeps them out, so keep the
-URL to yourself.)
+then open the printed URL (http://127.0.0.1:8000/?token=...) in its browser (a tunnel
+from another local port, -L 9000:127.0.0.1:8000, or an editor's port forwarding works
+too: open the URL with that port). The tunnel encrypts the traffic and the port stays
+closed to the network. (Other users of either machine can reach a loopback port: the
+token is what keeps them out, so keep the URL to yourself.)
 
 --host with another address needs --allow-remote: then anyone who can reach the port
 and learns the token (sent in clear over plain HTTP) drives the console, the engine,

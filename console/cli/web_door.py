@@ -4,19 +4,24 @@ local, and only for whoever holds this run's token.
 - Loopback only, unless `--allow-remote` says otherwise (with a warning naming the risk).
 - The listening sockets are bound before anything else starts, so a busy port is one line
   and exit 2, with no engine started and no banner printed.
-- A per-run token (`secrets.token_urlsafe`, as Jupyter's) on every request: the URL `web`
-  prints carries it as `?token=`; the page served for it sets a cookie (HttpOnly,
-  SameSite=Strict, named with the port: cookies do not tell ports apart) that the page's
-  own requests and its websocket carry.
-- The `Host` header must name the bound address (for a loopback bind: 127.0.0.1,
-  localhost or [::1], with the port), so a page under another name that resolves here
-  (DNS rebinding) is refused; the websocket's `Origin` must be the page's own origin.
+- A per-run token (`secrets.token_urlsafe`, as Jupyter's) in the URL of every request
+  but textual-serve's own static files (public: they ship in its package): the URL `web`
+  prints carries it as `?token=`, and the page served for it carries it in the websocket
+  URL it opens. No cookie: cookies do not tell ports apart (RFC 6265 §8.5) and SameSite
+  ignores the port, so any other server on this machine's loopback would be sent it. The
+  page is `Referrer-Policy: no-referrer` (its URL holds the token and it pulls a
+  stylesheet from fonts.googleapis.com) and `Cache-Control: no-store`.
+- The `Host` header must name the bound address, so a page under another name that
+  resolves here (DNS rebinding) is refused: for a loopback bind any loopback name
+  (127.0.0.1, localhost or [::1]) with any port, as an SSH tunnel or an editor's port
+  forwarding from another local port sends; otherwise the bound name and port. The
+  websocket's `Origin` must be `http://` + that Host: the page's own origin.
 - At most `max_tabs` consoles at once.
 
 Each refusal is one plain line (403; 503 for the cap) given before textual-serve's
 handler runs, so no console process is started. textual-serve's own handlers serve what
 passes (its websocket, downloads and static files); the page is rendered here, from its
-template, with the websocket URL on the name the browser used.
+template, with the websocket URL (and its token) on the name the browser used.
 """
 
 from __future__ import annotations
@@ -123,26 +128,25 @@ class Door:
                                     "localhost"})
 
     @property
-    def cookie(self) -> str:
-        return f"bernstein_tui_web_{self.port}"
-
-    @property
     def url(self) -> str:
         """The one URL `web` prints: the page, with the token."""
         name = socket.gethostname() if self.host in WILDCARDS else _url_name(self.host)
         return f"http://{name}:{self.port}/?{TOKEN_PARAM}={self.token}"
 
     def host_allowed(self, header: str) -> bool:
-        """`Host` names the bound address (any loopback name for a loopback bind; for a
-        wildcard bind this machine's name or an address literal, never another name)."""
+        """`Host` names the bound address: for a loopback bind any loopback name, with any
+        port (an SSH tunnel or a port forward from another local port); otherwise the
+        bound port, and for a wildcard bind this machine's name or an address literal,
+        never another name."""
         parts = _split_host(header)
         if parts is None:
             return False
         name, port = parts
+        if is_loopback(self.host):  # a tunnel or port forward may come from any port
+            return name in LOOPBACK_NAMES and (port == "" or _a_port(port))
         if port != str(self.port) and not (port == "" and self.port == 80):
             return False
-        bound = _url_name(self.host)
-        if name == bound or (is_loopback(self.host) and name in LOOPBACK_NAMES):
+        if name == _url_name(self.host):
             return True
         if self.host not in WILDCARDS:
             return False
@@ -156,6 +160,27 @@ class Door:
 
     def token_ok(self, offered: str | None) -> bool:
         return offered is not None and hmac.compare_digest(offered.encode(), self.token.encode())
+
+
+def _a_port(text: str) -> bool:
+    return text.isascii() and text.isdigit() and 0 < int(text) < 65536
+
+
+def _without_token(request: web.Request) -> tuple[str | None, web.Request]:
+    """The token a request offers in its URL, and the request with it taken out.
+
+    textual.js opens `<the page's websocket URL>?width=..&height=..`: on a URL that
+    already has `?token=T` the size lands inside the token's value (`T?width=80`), so
+    what follows a `?` there is put back as the query textual-serve reads."""
+    from urllib.parse import parse_qsl
+
+    offered = request.query.get(TOKEN_PARAM)
+    if offered is None:
+        return None, request
+    offered, _, rest = offered.partition("?")
+    query = [(k, v) for k, v in request.query.items() if k != TOKEN_PARAM]
+    query += parse_qsl(rest, keep_blank_values=True)
+    return offered, request.clone(rel_url=request.rel_url.with_query(query))
 
 
 Handler = Callable[["web.Request"], Awaitable["web.StreamResponse"]]
@@ -177,14 +202,14 @@ def door_middleware(door: Door) -> Middleware:
         if not door.host_allowed(host):
             return _refuse(403, "the Host header does not name the address this server "
                                 "listens on")
-        offered = request.query.get(TOKEN_PARAM)
-        from_url = offered is not None
-        if not from_url:
-            offered = request.cookies.get(door.cookie)
+        route = getattr(request.match_info.route, "name", None)
+        if route == "static":  # textual-serve's own files, public in its package
+            return await handler(request)
+        offered, request = _without_token(request)
         if not door.token_ok(offered):
             return _refuse(403, "no valid token: open the URL (with ?token=) that "
                                 "`bernstein-tui web` printed")
-        if getattr(request.match_info.route, "name", None) == "websocket":
+        if route == "websocket":
             if request.headers.get("Origin", "").lower() != f"http://{host.lower()}":
                 return _refuse(403, "the websocket's Origin is not this server's page")
             if door.tabs >= door.max_tabs:
@@ -195,17 +220,15 @@ def door_middleware(door: Door) -> Middleware:
                 return await handler(request)
             finally:
                 door.tabs -= 1
-        response = await handler(request)
-        if from_url:
-            response.set_cookie(door.cookie, door.token, httponly=True, samesite="Strict",
-                                path="/")
-        return response
+        return await handler(request)
 
     return check
 
 
 def build_app(server: Server, door: Door, title: str) -> web.Application:
     """textual-serve's routes behind the door, the page rendered for the name used."""
+    from urllib.parse import urlencode
+
     import aiohttp_jinja2
     import jinja2
     from aiohttp import web
@@ -216,10 +239,16 @@ def build_app(server: Server, door: Door, title: str) -> web.Application:
         except ValueError:
             font_size = 16
         origin = f"{request.host}"  # checked by the door: a name of the bound address
-        context = {"font_size": font_size, "app_websocket_url": f"ws://{origin}/ws",
+        socket_url = f"ws://{origin}/ws?{urlencode({TOKEN_PARAM: door.token})}"
+        context = {"font_size": font_size, "app_websocket_url": socket_url,
                    "config": {"static": {"url": f"http://{origin}/static/"}},
                    "application": {"name": title}}
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        # its URL holds the token: never sent on (the template pulls a Google stylesheet)
+        # nor kept in a cache
+        page.headers["Referrer-Policy"] = "no-referrer"
+        page.headers["Cache-Control"] = "no-store"
+        return page
 
     app = web.Application(middlewares=[door_middleware(door)])
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))

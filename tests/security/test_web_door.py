@@ -8,8 +8,10 @@ for it: the web process's children are counted through /proc."""
 from __future__ import annotations
 
 import asyncio
+import html
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +32,8 @@ from tests.conftest import trusted
 from tests.engine_kit import make_repo, until
 
 WAIT_S = 60.0
+#: the terminal size a tab asks for (not textual-serve's default 80x24: seen to arrive)
+SIZE = (101, 31)
 ENTRY_POINT = Path(sys.executable).parent / "bernstein-tui"
 PLANTED = """\
 import pathlib, sys
@@ -96,6 +100,17 @@ class Web:
         return [c for c in _descendants(self.process.pid).values() if "--no-engine" in c
                 or ("-m console" in c and " run" not in c and " web" not in c)]
 
+    def console_sizes(self) -> list[tuple[str, str]]:
+        """(COLUMNS, ROWS) of each tab's console: the size its websocket asked for."""
+        sizes = []
+        for pid, cmd in _descendants(self.process.pid).items():
+            if "--no-engine" in cmd:
+                with suppress(OSError):
+                    env = dict(item.split("=", 1) for item in Path(
+                        f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
+                    sizes.append((env.get("COLUMNS", ""), env.get("ROWS", "")))
+        return sizes
+
     def engines(self) -> list[str]:
         return [c for c in _descendants(self.process.pid).values() if c.endswith(" run ")]
 
@@ -140,26 +155,38 @@ def serving(root: Path, *flags: str, read_only: bool = False) -> Iterator[Web]:
                 process.wait()
 
 
-async def _open_ws(web: Web, *, cookie: bool = True, origin: str | None = None,
-                   host: str | None = None) -> tuple[aiohttp.ClientSession,
-                                                     aiohttp.ClientWebSocketResponse]:
-    """A websocket to /ws as a page would open it (the token's cookie, an Origin);
-    aiohttp.WSServerHandshakeError (with .status) when refused."""
-    jar = aiohttp.CookieJar(unsafe=True)  # keeps cookies for an IP address host
-    session = aiohttp.ClientSession(cookie_jar=jar)
+async def _open_ws(web: Web, *, token: bool = True, cookie: bool = False,
+                   origin: str | None = None, host: str | None = None
+                   ) -> tuple[aiohttp.ClientSession, aiohttp.ClientWebSocketResponse]:
+    """A websocket to /ws as the page opens it: the URL the page names (with `token`: the
+    page got through the printed URL; else a bare /ws), plus textual.js's own
+    `?width=..&height=..`, and an Origin; with `cookie`, the token as the cookie the old
+    door used. aiohttp.WSServerHandshakeError (with .status) when refused."""
+    session = aiohttp.ClientSession()
     try:
-        if cookie:
+        socket_url = f"ws://127.0.0.1:{web.port}/ws"
+        if token:
             async with session.get(web.url) as page:
                 assert page.status == 200
+                socket_url = _socket_url(await page.text())
         headers = {"Origin": origin or web.base}
         if host is not None:
             headers["Host"] = host
-        ws = await session.ws_connect(f"ws://127.0.0.1:{web.port}/ws?width=80&height=24",
+        if cookie:
+            headers["Cookie"] = f"bernstein_tui_web_{web.port}={web.token}"
+        ws = await session.ws_connect(f"{socket_url}?width={SIZE[0]}&height={SIZE[1]}",
                                       headers=headers)
     except BaseException:
         await session.close()
         raise
     return session, ws
+
+
+def _socket_url(page: str) -> str:
+    """The websocket URL a page hands textual.js."""
+    found = re.search(r'data-session-websocket-url="([^"]*)"', page)
+    assert found, page[:2000]
+    return html.unescape(found.group(1))
 
 
 async def _first_bytes(ws: aiohttp.ClientWebSocketResponse) -> bytes:
@@ -201,22 +228,42 @@ def watched(tmp_path: Path) -> Path:
 def test_no_token_no_page_no_console(watched: Path) -> None:
     with serving(watched, read_only=True) as web:
         assert web.url.startswith(f"http://127.0.0.1:{web.port}/?token=")
-        for url in (f"{web.base}/", f"{web.base}/?token=wrong", f"{web.base}/static/js/textual.js"):
+        for url in (f"{web.base}/", f"{web.base}/?token=wrong", f"{web.base}/download/x"):
             answer = httpx.get(url, timeout=10)
             assert answer.status_code == 403, url
             assert answer.text.count("\n") == 1 and "token" in answer.text
-        assert _refused_ws(web, cookie=False) == 403
+        assert _refused_ws(web, token=False) == 403
         assert web.consoles() == []
-        page = httpx.get(web.url, timeout=10)  # the printed URL: the page, and its cookie
-        assert page.status_code == 200 and f'ws://127.0.0.1:{web.port}/ws' in page.text
-        cookie = page.headers["set-cookie"]
-        assert web.token in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        # textual-serve's own script and styles are public (they ship in its package)
+        assert httpx.get(f"{web.base}/static/js/textual.js", timeout=10).status_code == 200
+        page = httpx.get(web.url, timeout=10)  # the printed URL: the page
+        assert page.status_code == 200
+        assert _socket_url(page.text) == f"ws://127.0.0.1:{web.port}/ws?token={web.token}"
         assert web.consoles() == []
+
+
+def test_the_token_as_a_cookie_opens_nothing(watched: Path) -> None:
+    """Cookies do not tell ports apart: a page served by any other local server (another
+    port of 127.0.0.1) is sent this host's cookies. So the page sets none, and the token
+    as a cookie alone opens neither the page nor a console."""
+    with serving(watched, read_only=True) as web:
+        cookie = {"Cookie": f"bernstein_tui_web_{web.port}={web.token}"}
+        answer = httpx.get(f"{web.base}/", headers=cookie, timeout=10)
+        assert answer.status_code == 403 and "token" in answer.text
+        assert _refused_ws(web, token=False, cookie=True) == 403
+        assert web.consoles() == []
+        page = httpx.get(web.url, timeout=10)
+        assert page.status_code == 200
+        assert "set-cookie" not in page.headers
+        # the page's URL holds the token: sent to no one (the template pulls a stylesheet
+        # from fonts.googleapis.com), kept in no cache
+        assert page.headers["referrer-policy"] == "no-referrer"
+        assert page.headers["cache-control"] == "no-store"
 
 
 def test_websocket_from_another_origin_or_host_is_refused(watched: Path) -> None:
     with serving(watched, read_only=True) as web:
-        # a hostile page the operator visits: the cookie would ride along, its Origin not
+        # a hostile page the operator visits, the token learnt somehow: its Origin is not
         assert _refused_ws(web, origin="http://evil.example") == 403
         # DNS rebinding: evil.example resolved to 127.0.0.1, so page and socket agree
         rebound = f"evil.example:{web.port}"
@@ -227,6 +274,25 @@ def test_websocket_from_another_origin_or_host_is_refused(watched: Path) -> None
         # localhost is this machine too
         assert _refused_ws(web, origin=f"http://localhost:{web.port}",
                            host=f"localhost:{web.port}") == 101
+
+
+def test_a_tunnel_from_another_local_port_is_let_in(watched: Path) -> None:
+    """`ssh -L 9000:127.0.0.1:<port>` (or an editor's port forwarding) sends Host
+    127.0.0.1:9000: a loopback name, so in; a name that is not loopback, on any port,
+    still out (DNS rebinding)."""
+    with serving(watched, read_only=True) as web:
+        other = _free_port()
+        tunnel = f"127.0.0.1:{other}"
+        page = httpx.get(web.url, headers={"Host": tunnel}, timeout=10)
+        assert page.status_code == 200
+        assert _socket_url(page.text) == f"ws://{tunnel}/ws?token={web.token}"
+        assert _refused_ws(web, origin=f"http://{tunnel}", host=tunnel) == 101
+        for rebound in (f"evil.example:{other}", f"evil.example:{web.port}", "evil.example"):
+            answer = httpx.get(web.url, headers={"Host": rebound}, timeout=10)
+            assert answer.status_code == 403 and "Host" in answer.text, rebound
+            assert _refused_ws(web, origin=f"http://{rebound}", host=rebound) == 403
+        # the Origin still has to be the page's: the tunnel's name and port
+        assert _refused_ws(web, origin=f"http://127.0.0.1:{web.port}", host=tunnel) == 403
 
 
 def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
@@ -244,6 +310,8 @@ def test_the_token_opens_a_console_and_tabs_are_capped(watched: Path) -> None:
                 except aiohttp.WSServerHandshakeError as exc:
                     third = exc.status
                 until("two consoles", lambda: len(web.consoles()) == 2, WAIT_S)
+                # the size textual.js adds after the token in the URL reached textual-serve
+                assert web.console_sizes() == [(str(SIZE[0]), str(SIZE[1]))] * 2
                 return first, third
             finally:
                 for session, ws in opened:
@@ -265,7 +333,11 @@ def test_non_loopback_host_needs_the_flag(watched: Path) -> None:
     assert "--allow-remote" in done.stderr and "0.0.0.0" in done.stderr
     with serving(watched, "--host", "0.0.0.0", "--allow-remote", read_only=True) as web:
         assert httpx.get(f"{web.base}/", timeout=10).status_code == 403  # the token holds
-        assert _refused_ws(web, cookie=False) == 403
+        assert _refused_ws(web, token=False) == 403
+        # a bind that is not loopback keeps its port: Host names it
+        answer = httpx.get(f"{web.base}/?token={web.token}",
+                           headers={"Host": f"127.0.0.1:{_free_port()}"}, timeout=10)
+        assert answer.status_code == 403 and "Host" in answer.text
     assert web.process.stderr is not None
     warning = web.process.stderr.read()
     assert "warning" in warning and "token" in warning and "SSH tunnel" in warning
