@@ -4,8 +4,11 @@ A request is a JSON file written atomically to runtime/control/inbox/, signed wi
 running engine's key (console.engine.inbox_key: only the operator's own tools can); the
 engine's tick takes it, carries it out when its signature holds, and writes the outcome
 — signed too — to runtime/control/outbox/<id>.json, which the requester waits for.
-A request that is unsigned, wrongly signed, stale, replayed, garbled or too big is
-answered with a refusal, logged in one line naming its file, and not carried out.
+A request that is unsigned, wrongly signed, stale, past its expires_at (its sender
+stopped waiting), replayed, garbled or too big is answered with a refusal, logged in one
+line naming its file, and not carried out. A requester waits KEY_WAIT_S for a starting
+engine's key, then names the key file it expected; refused by a new engine that
+replaced the one whose key it signed with, it signs anew and sends once more.
 Every file is read, written and removed through the directories' descriptors
 (console.sdd.confine.SddDir): a link swapped in for a directory redirects nothing.
 """
