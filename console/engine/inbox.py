@@ -38,6 +38,7 @@ from console.engine.inbox_key import (
     reply_signature,
     sign,
 )
+from console.engine.lock import lock_path
 from console.sdd.confine import SddDir, UnsafePath
 from console.sdd.paths import SddPaths
 
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 INBOX = ("runtime", "control", "inbox")
 OUTBOX = ("runtime", "control", "outbox")
 MAX_PER_PASS = 64  # requests taken in one tick; the rest wait for the next
-KEY_WAIT_S = 5.0  # how long a requester waits for a starting engine's key
+KEY_WAIT_S = 5.0  # how long a requester waits for a running engine's key to appear
+STARTING_S = 30.0  # ... and for the key of an engine that took the lock this long ago
 Handler = Callable[[dict[str, object], Callable[[Outcome], None]], Outcome | None]
 
 
@@ -75,13 +77,23 @@ def _decode(data: bytes) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
+def _starting_for(paths: SddPaths) -> float:
+    """How much longer an engine that took the lock lately may take to make its key
+    (its start loads the task log first): until STARTING_S after it took the lock."""
+    try:
+        locked_at = os.lstat(lock_path(paths)).st_mtime
+    except OSError:
+        return 0.0
+    return min(STARTING_S, max(0.0, locked_at + STARTING_S - time.time()))
+
+
 def _engine_key(paths: SddPaths, deadline: float, owner: str,
                 alive: Callable[[], bool] | None) -> bytes | Outcome:
     """The running engine's key; while it has none yet (it is starting), wait for it —
-    KEY_WAIT_S at most, not the request's whole time (an engine that has no key here
-    never will)."""
-    checked = time.monotonic()
-    give_up = min(deadline, checked + KEY_WAIT_S)
+    KEY_WAIT_S, or until STARTING_S after the engine took the lock, not the request's
+    whole time (an engine that has no key here by then never will)."""
+    checked = began = time.monotonic()
+    give_up = min(deadline, checked + max(KEY_WAIT_S, _starting_for(paths)))
     why = "no file"
     while True:
         try:
@@ -99,9 +111,10 @@ def _engine_key(paths: SddPaths, deadline: float, owner: str,
         if time.monotonic() >= give_up:
             where = key_file(paths.root) if why == "no file" else why
             return Outcome.refused(
-                f"{owner} has no control key ({where}) after {KEY_WAIT_S:.0f} s: likely an "
-                "engine of an older bernstein-tui version, or one run by another user or "
-                "with another XDG_STATE_HOME; nothing was done")
+                f"{owner} has no control key ({where}) after "
+                f"{time.monotonic() - began:.0f} s: likely an engine of an older "
+                "bernstein-tui version, or one run by another user or with another "
+                "XDG_STATE_HOME; nothing was done")
         time.sleep(0.05)
 
 

@@ -3,6 +3,7 @@
 - an engine whose key cannot be found (one of an older version, or run by another user
   or with another XDG_STATE_HOME) gets the CLI's one line within seconds, naming the
   key path expected, not a wait until the request's own deadline (900 s for approve);
+  one that took the lock lately (it is starting) is given until 30 s after that;
 - the key is replaced whole (a temporary file renamed into place): a reader never sees
   none or a short one, a short one (an older engine writing in place) is "not yet", and
   a request signed with a dead engine's key, refused by the new engine, is signed anew
@@ -65,6 +66,7 @@ def test_an_engine_without_a_key_here_is_named_within_seconds(tmp_path: Path) ->
         held.write(json.dumps({"pid": os.getpid(), "started_at": time.time(),
                                "host": "here"}))
         held.flush()
+        os.utime(lock, (time.time() - 60, time.time() - 60))  # it started a minute ago
         env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
         expected = str(tmp_path / "state" / "bernstein-tui" / "engine-keys")
         for args in (["approve", "p1"], ["evolve"], ["pause"]):
@@ -135,6 +137,26 @@ def _engine(root: Path, after: threading.Event | None, carried: list[dict[str, o
     thread = threading.Thread(target=run)
     thread.start()
     return thread
+
+
+def test_a_starting_engine_is_waited_for(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    lock = root / ".sdd" / "runtime" / "engine.lock"
+    lock.parent.mkdir(parents=True)
+    starts, stop = threading.Event(), threading.Event()
+    carried: list[dict[str, object]] = []
+    with open(lock, "w") as held:  # an engine took the lock just now; its start is slow
+        fcntl.flock(held, fcntl.LOCK_EX)
+        engine = _engine(root, starts, carried, stop)
+        try:
+            threading.Timer(6.5, starts.set).start()  # its key, later than 5 s
+            outcome = submit(SddPaths(root), {"action": "pause"}, timeout=20)
+        finally:
+            starts.set()
+            stop.set()
+            engine.join()
+    assert outcome == Outcome.done("did pause"), outcome
+    assert [r["action"] for r in carried] == ["pause"]
 
 
 def test_a_short_key_is_not_yet(tmp_path: Path) -> None:
