@@ -4,8 +4,11 @@ A request is a JSON file written atomically to runtime/control/inbox/, signed wi
 running engine's key (console.engine.inbox_key: only the operator's own tools can); the
 engine's tick takes it, carries it out when its signature holds, and writes the outcome
 — signed too — to runtime/control/outbox/<id>.json, which the requester waits for.
-A request that is unsigned, wrongly signed, stale, replayed, garbled or too big is
-answered with a refusal, logged in one line naming its file, and not carried out.
+A request that is unsigned, wrongly signed, stale, past its expires_at (its sender
+stopped waiting), replayed, garbled or too big is answered with a refusal, logged in one
+line naming its file, and not carried out. A requester waits KEY_WAIT_S for a starting
+engine's key, then names the key file it expected; refused by a new engine that
+replaced the one whose key it signed with, it signs anew and sends once more.
 Every file is read, written and removed through the directories' descriptors
 (console.sdd.confine.SddDir): a link swapped in for a directory redirects nothing.
 """
@@ -24,15 +27,18 @@ from console.control import Outcome
 from console.engine.inbox_key import (
     MAX_REQUEST_BYTES,
     SIGNATURE,
+    KeyNotReady,
     KeyRefused,
     Verifier,
     drop_key,
+    key_file,
     make_key,
     read_key,
     reply_holds,
     reply_signature,
     sign,
 )
+from console.engine.lock import lock_path
 from console.sdd.confine import SddDir, UnsafePath
 from console.sdd.paths import SddPaths
 
@@ -42,6 +48,8 @@ if TYPE_CHECKING:
 INBOX = ("runtime", "control", "inbox")
 OUTBOX = ("runtime", "control", "outbox")
 MAX_PER_PASS = 64  # requests taken in one tick; the rest wait for the next
+KEY_WAIT_S = 5.0  # how long a requester waits for a running engine's key to appear
+STARTING_S = 30.0  # ... and for the key of an engine that took the lock this long ago
 Handler = Callable[[dict[str, object], Callable[[Outcome], None]], Outcome | None]
 
 
@@ -69,13 +77,29 @@ def _decode(data: bytes) -> tuple[dict[str, Any] | None, str]:
     return value, ""
 
 
+def _starting_for(paths: SddPaths) -> float:
+    """How much longer an engine that took the lock lately may take to make its key
+    (its start loads the task log first): until STARTING_S after it took the lock."""
+    try:
+        locked_at = os.lstat(lock_path(paths)).st_mtime
+    except OSError:
+        return 0.0
+    return min(STARTING_S, max(0.0, locked_at + STARTING_S - time.time()))
+
+
 def _engine_key(paths: SddPaths, deadline: float, owner: str,
                 alive: Callable[[], bool] | None) -> bytes | Outcome:
-    """The running engine's key; while it has none yet (it is starting), wait for it."""
-    checked = time.monotonic()
+    """The running engine's key; while it has none yet (it is starting), wait for it —
+    KEY_WAIT_S, or until STARTING_S after the engine took the lock, not the request's
+    whole time (an engine that has no key here by then never will)."""
+    checked = began = time.monotonic()
+    give_up = min(deadline, checked + max(KEY_WAIT_S, _starting_for(paths)))
+    why = "no file"
     while True:
         try:
             return read_key(paths.root)
+        except KeyNotReady as exc:
+            why = str(exc)
         except FileNotFoundError:
             pass
         except KeyRefused as exc:
@@ -84,27 +108,39 @@ def _engine_key(paths: SddPaths, deadline: float, owner: str,
             checked = time.monotonic()
             if not alive():
                 return Outcome.refused(f"{owner} stopped before answering; nothing was done")
-        if time.monotonic() >= deadline:
-            return Outcome.refused(f"{owner} has no control key (is it starting?); "
-                                   "nothing was done")
+        if time.monotonic() >= give_up:
+            where = key_file(paths.root) if why == "no file" else why
+            return Outcome.refused(
+                f"{owner} has no control key ({where}) after "
+                f"{time.monotonic() - began:.0f} s: likely an engine of an older "
+                "bernstein-tui version, or one run by another user or with another "
+                "XDG_STATE_HOME; nothing was done")
         time.sleep(0.05)
 
 
-def _reply(paths: SddPaths, name: str, key: bytes) -> dict[str, Any] | None:
-    """The engine's signed answer to `name`, once there (taken); a forged one is removed."""
+def _reply(paths: SddPaths, name: str, key: bytes) -> tuple[dict[str, Any] | None, bytes]:
+    """The engine's signed answer to `name`, once there (taken), and the key it holds
+    with: `key`, or the engine's key read anew when that changed (the request went to an
+    engine that has stopped, and another one answered); a forged one is removed."""
     with contextlib.suppress(OSError), _open(OUTBOX, paths) as outbox:
         data, _problem = outbox.read(name, MAX_REQUEST_BYTES)
         if data is None:
-            return None
+            return None, key
         outbox.unlink(name)
         reply, _why = _decode(data)
-        if reply is not None and reply_holds(key, name, reply):
-            return reply
-    return None
+        if reply is None:
+            return None, key
+        if reply_holds(key, name, reply):
+            return reply, key
+        current = read_key(paths.root)
+        if current != key and reply_holds(current, name, reply):
+            return reply, current
+    return None, key
 
 
 def _withdraw(paths: SddPaths, name: str) -> bool:
-    """Take back a request not taken yet; False when the engine took it already."""
+    """Take back a request not taken yet; False when it is gone already (the engine took
+    it, or something else removed it)."""
     try:
         with _open(INBOX, paths) as inbox:
             if not inbox.exists(name):
@@ -115,18 +151,15 @@ def _withdraw(paths: SddPaths, name: str) -> bool:
     return True
 
 
-def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0,
-           owner: str = "the engine", alive: Callable[[], bool] | None = None) -> Outcome:
-    """Sign and write a request, and wait for its answer; `alive` says whether the owner
-    still runs (an owner that is gone answers nothing: refused at once, not after the
-    timeout)."""
-    deadline = time.monotonic() + timeout
-    key = _engine_key(paths, deadline, owner, alive)
-    if isinstance(key, Outcome):
-        return key
+def _write(paths: SddPaths, request: dict[str, object], key: bytes, deadline: float
+           ) -> str | Outcome:
+    """Sign `request` (valid until `deadline`, when the requester stops waiting) and put
+    it in the inbox; its file name, or why not."""
     request_id = uuid.uuid4().hex
     name = f"{request_id}.json"
-    signed = sign(key, {**request, "id": request_id, "requested_at": time.time(),
+    now = time.time()
+    signed = sign(key, {**request, "id": request_id, "requested_at": now,
+                        "expires_at": now + max(0.0, deadline - time.monotonic()),
                         "requested_by": os.environ.get("USER") or str(os.getuid())})
     try:
         with _open(INBOX, paths, create=True) as inbox:
@@ -135,21 +168,61 @@ def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0
         return Outcome.refused(str(exc))
     except OSError as exc:
         return Outcome.refused(f"cannot write the request: {exc.strerror or exc}")
+    return name
+
+
+def _await(paths: SddPaths, name: str, key: bytes, deadline: float, owner: str,
+           alive: Callable[[], bool] | None) -> tuple[dict[str, Any] | Outcome | None, bytes]:
+    """The answer to `name` and the key it holds with; None at the deadline."""
     checked = time.monotonic()
     while time.monotonic() < deadline:
-        reply = _reply(paths, name, key)
+        reply, answered_with = _reply(paths, name, key)
         if reply is not None:
-            return Outcome(bool(reply.get("ok")), str(reply.get("message", "")))
+            return reply, answered_with
         if alive is not None and time.monotonic() - checked > 0.5:
             checked = time.monotonic()
             if not alive():
-                _withdraw(paths, name)
-                return Outcome.refused(f"{owner} stopped before answering; nothing was done")
+                if _withdraw(paths, name):
+                    return Outcome.refused(f"{owner} stopped before answering; "
+                                           "nothing was done"), key
+                return Outcome.refused(f"{owner} stopped before answering, after the "
+                                       "request left the inbox; it may have been carried "
+                                       "out (check)"), key
         time.sleep(0.05)
-    if not _withdraw(paths, name):  # taken: it is being carried out, just not finished yet
-        return Outcome.refused(f"{owner} took the request but did not finish within "
-                               f"{timeout:.0f} s; it may still complete (check again)")
-    return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s; nothing was done")
+    return None, key
+
+
+def submit(paths: SddPaths, request: dict[str, object], *, timeout: float = 10.0,
+           owner: str = "the engine", alive: Callable[[], bool] | None = None) -> Outcome:
+    """Sign and write a request, and wait for its answer; `alive` says whether the owner
+    still runs (an owner that is gone answers nothing: refused at once, not after the
+    timeout). An answer that holds only with the engine's key read anew (a new engine
+    replaced the one whose key signed the request, and refused it) has the request
+    signed anew and sent once more."""
+    deadline = time.monotonic() + timeout
+    key = _engine_key(paths, deadline, owner, alive)
+    if isinstance(key, Outcome):
+        return key
+    for attempt in range(2):
+        written = _write(paths, request, key, deadline)
+        if isinstance(written, Outcome):
+            return written
+        name = written
+        answer, answered_with = _await(paths, name, key, deadline, owner, alive)
+        if isinstance(answer, Outcome):
+            return answer
+        if answer is None:
+            break
+        if answered_with == key or attempt:
+            return Outcome(bool(answer.get("ok")), str(answer.get("message", "")))
+        key = answered_with  # refused by a new engine: once more, with its key
+    if not _withdraw(paths, name):
+        return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s, and the "
+                               "request is no longer in the inbox (the engine took it, or "
+                               "something else removed it): it may still be carried out "
+                               "(check again)")
+    return Outcome.refused(f"{owner} did not answer within {timeout:.0f} s; nothing was done "
+                           "(the request was withdrawn, and has expired)")
 
 
 class EngineInbox:

@@ -4,14 +4,17 @@ Anything that can write the project can write a file into
 `.sdd/runtime/control/inbox/` — an agent does, running in its worktree. So each
 engine, when it starts, makes a secret of its own (32 random bytes) outside every
 project: `$XDG_STATE_HOME/bernstein-tui/engine-keys/<sha256 of the project's real
-path>.key`, mode 0600 in a 0700 directory, made anew (O_EXCL | O_NOFOLLOW) by each
-engine and removed when it stops. Our CLI, console and `web` (InboxControl) read it and
-sign each request: HMAC-SHA256 over the request's canonical JSON (sorted keys, no
-spaces, ASCII), its `id` and `requested_at` included. The engine carries out a request
-only when its signature holds with this engine's key, its id is its file's name, it is
-at most MAX_AGE_S old (and not from the future), and its id was not seen before; any
-other is answered with a refusal, logged in one line naming the file, and not carried
-out.
+path>.key`, mode 0600 in a 0700 directory, made anew by each engine (written whole to
+a temporary file, O_EXCL | O_NOFOLLOW, and renamed into place) and removed when it
+stops. Our CLI, console and `web` (InboxControl) read it and sign each request:
+HMAC-SHA256 over the request's canonical JSON (sorted keys, no spaces, ASCII), its `id`,
+`requested_at` and `expires_at` (the moment its sender stops waiting) included. The
+engine carries out a request only when its signature holds with this engine's key, its
+id is its file's name, it is at most MAX_AGE_S old (and not from the future), its
+sender still waits for it (not past its expires_at), and its id was not seen before;
+any other is answered with a refusal, logged in one line naming the file, and not
+carried out. So a signed request an agent copies out of the inbox is worth nothing once
+its sender has said "nothing was done".
 
 Limits: the key keeps out whatever can write the project but cannot read this user's
 files outside it. An agent process that runs as the same user, unsandboxed, and reads
@@ -46,7 +49,12 @@ _REPLY_DOMAIN = b"bernstein-tui control reply v1\0"
 
 class KeyRefused(OSError):
     """The key file is there but cannot be trusted (a link, anyone else's, readable by
-    others, the wrong size): one line saying which."""
+    others, too long): one line saying which."""
+
+
+class KeyNotReady(FileNotFoundError):
+    """The key file is shorter than a key: not written yet (an engine of an older version
+    wrote it in place), so "not yet", like no file at all."""
 
 
 def key_dir() -> Path:
@@ -69,22 +77,32 @@ def _private_key_dir() -> Path:
 
 def make_key(root: Path) -> bytes:
     """A new key for the engine starting on `root` (the old one, a dead engine's, goes);
-    OSError when it cannot be made."""
+    OSError when it cannot be made. Written whole to a temporary file (0600, O_EXCL |
+    O_NOFOLLOW, in the same 0700 directory) and renamed into place: a reader sees the old
+    key or the new one, never a missing or half-written one."""
     path = key_file(root)
     directory = os.open(_private_key_dir(), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
                         | os.O_CLOEXEC)
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path.name, dir_fd=directory)
         key = secrets.token_bytes(KEY_BYTES)
-        fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        temporary = f".{path.name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                      | os.O_CLOEXEC, 0o600, dir_fd=directory)
         try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, key)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            try:
+                os.fchmod(fd, 0o600)
+                if os.write(fd, key) != KEY_BYTES:
+                    raise OSError(f"{path}: short write of the engine's key")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(temporary, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(directory)
     finally:
         os.close(directory)
     return key
@@ -98,8 +116,9 @@ def drop_key(root: Path, key: bytes) -> None:
 
 
 def read_key(root: Path) -> bytes:
-    """The running engine's key; FileNotFoundError when there is none (yet), KeyRefused
-    (one line) when the file is not one only this user can read."""
+    """The running engine's key; FileNotFoundError when there is none (yet) — KeyNotReady
+    when the file is shorter than a key —, KeyRefused (one line) when the file is not one
+    only this user can read."""
     path = key_file(root)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -118,8 +137,10 @@ def read_key(root: Path) -> bytes:
         key = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)
+    if len(key) < KEY_BYTES:
+        raise KeyNotReady(f"{path} holds {len(key)} bytes, not a whole key (yet)")
     if len(key) != KEY_BYTES:
-        raise KeyRefused(f"{path} is not a key ({len(key)} bytes); not used")
+        raise KeyRefused(f"{path} is not a key (over {KEY_BYTES} bytes); not used")
     return key
 
 
@@ -185,11 +206,17 @@ class Verifier:
         made = request.get("requested_at")
         if isinstance(made, bool) or not isinstance(made, int | float):
             return "no requested_at"
+        expires = request.get("expires_at")
+        if isinstance(expires, bool) or not isinstance(expires, int | float):
+            return "no expires_at (made by an older bernstein-tui? send it again)"
         now = self.clock()
         if made < now - MAX_AGE_S:
             return f"stale: made {now - made:.0f} s ago (a request is valid {MAX_AGE_S:.0f} s)"
         if made > now + MAX_AHEAD_S:
             return "dated in the future"
+        if expires < now:
+            return (f"expired {now - expires:.0f} s ago: its sender stopped waiting "
+                    "and was told nothing was done")
         self.seen = {k: t for k, t in self.seen.items() if t >= now - MAX_AGE_S - MAX_AHEAD_S}
         if str(request_id) in self.seen:
             return f"replayed: request {request_id} was already received"

@@ -88,7 +88,8 @@ def test_each_bad_request_is_refused_once_and_every_valid_one_carried_out(
         for fields in valid_fields:
             request_id = secrets.token_hex(16)
             signed = sign(engine_inbox.key, {**fields, "id": request_id,
-                                             "requested_at": time.time()})
+                                             "requested_at": time.time(),
+                                             "expires_at": time.time() + 60})
             valid[f"{request_id}.json"] = signed
             (inbox / f"{request_id}.json").write_text(json.dumps(signed))
         for name, content in bad:

@@ -1,8 +1,9 @@
 """#32 point 5: only the operator drives the engine. A real engine (`run`, its own
 process) on a tmp project with a task running; request files written into
 `.sdd/runtime/control/inbox/` the way an agent can (plain JSON, a garbage signature, a
-signature made with another key, a stale one, a replay of a request the operator made,
-an oversized file, a link to a file outside) are each refused, answered in the outbox,
+signature made with another key, a stale one, one past its sender's wait (expires_at)
+or without one, a replay of a request the operator made, an oversized file, a link to
+a file outside) are each refused, answered in the outbox,
 logged in one line naming the file, and carry nothing out (the task still runs, the
 engine is not paused). Our CLI's `cancel` (InboxControl, signing with the engine's key)
 is carried out."""
@@ -79,7 +80,7 @@ def _refusals(root: Path, name: str) -> list[str]:
 def _request(action: str, **fields: Any) -> dict[str, Any]:
     request_id = secrets.token_hex(16)
     return {"action": action, "id": request_id, "requested_at": time.time(),
-            "requested_by": "agent", **fields}
+            "expires_at": time.time() + 10, "requested_by": "agent", **fields}
 
 
 def _refused(root: Path, label: str, content: bytes | dict[str, Any], why: str) -> None:
@@ -131,6 +132,13 @@ def test_only_signed_requests_drive_the_engine(tmp_path: Path) -> None:
         key = read_key(root)
         stale = sign(key, {**_request("pause"), "requested_at": time.time() - 3600})
         _refused(root, "stale", stale, "stale")
+        # a request its sender stopped waiting for (copied out of the inbox, put back
+        # later), and one that does not say when its sender stops waiting
+        expired = sign(key, {**_request("pause"), "expires_at": time.time() - 5})
+        _refused(root, "expired", expired, "expired")
+        bare = _request("pause")
+        del bare["expires_at"]
+        _refused(root, "no expiry", sign(key, bare), "no expires_at")
 
         # the operator's own request, signed with the engine's key, is carried out ...
         request = sign(key, _request("pause"))
