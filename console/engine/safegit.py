@@ -98,7 +98,7 @@ def git_env(marker: Path | str | None = None, source: Mapping[str, str] | None =
     return env
 
 
-def _options(pairs: Sequence[tuple[str, str]]) -> list[str]:
+def options(pairs: Sequence[tuple[str, str]]) -> list[str]:
     out = []
     for key, value in pairs:
         out += ["-c", f"{key}={value}"]
@@ -171,7 +171,7 @@ def _config_entries(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """(file, key) of every setting in the config files git reads in `cwd`, includes
     not followed (the command line's own left out)."""
     try:
-        listed = subprocess.run(["git", *_options(SAFE_CONFIG), "config", "--list", "-z",
+        listed = subprocess.run(["git", *options(SAFE_CONFIG), "config", "--list", "-z",
                                  "--no-includes", "--show-origin"], cwd=cwd, env=dict(env),
                                 capture_output=True, stdin=subprocess.DEVNULL, timeout=30,
                                 check=False)
@@ -247,7 +247,7 @@ def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = Non
     whether `cwd` is a checkout at all)."""
     overrides = driver_overrides(cwd, env if env is not None else git_env())
     where = [f"--work-tree={cwd}"] if work_tree else []
-    return ["git", "--no-pager", *where, *_options([*SAFE_CONFIG, *overrides]), *args]
+    return ["git", "--no-pager", *where, *options([*SAFE_CONFIG, *overrides]), *args]
 
 
 def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,

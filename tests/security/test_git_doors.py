@@ -188,6 +188,39 @@ def test_fetch_and_push_never_run_the_remotes_upload_or_receive_pack(tmp_path: P
     assert "work.txt" in git(origin, "ls-tree", "--name-only", "main")  # it did land
 
 
+def test_a_local_remotes_own_hooks_never_run_when_the_engine_pushes_to_it(tmp_path: Path
+                                                                        ) -> None:
+    """Git does not pass the engine's `-c` options to the receive-pack (upload-pack) it
+    starts for a local remote: that repository's hooks would run here, as the operator.
+    A bare `evil.git` with every receive-side hook, reached as `../evil.git`: the work
+    lands and none of them runs."""
+    evil = _origin(tmp_path).rename(tmp_path / "evil.git")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    hooks = ("pre-receive", "update", "post-receive", "post-update",
+             "reference-transaction", "proc-receive", "push-to-checkout", "pre-auto-gc")
+    for name in hooks:
+        hook = evil / "hooks" / name
+        hook.write_text(f"#!/bin/sh\ntouch {markers}/{name}.ran\ncat >/dev/null\n")
+        hook.chmod(0o755)
+    git(evil, "config", "core.fsmonitor", str(markers / "fsmonitor"))
+    root = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(evil), str(root)], check=True)
+    git(root, "config", "remote.origin.url", "../evil.git")
+    repo = SharedRemoteRepo(root)
+    ok, message = _land(repo)
+    assert ok, message
+    assert "work.txt" in git(evil, "ls-tree", "--name-only", "main")  # it did land
+    assert _ran(markers) == []
+    # the same push as git runs it without the fix: the hooks do run (the test can see)
+    (root / "more.txt").write_text("more\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "m")
+    git(root, "-c", "core.hooksPath=/dev/null", "push", "-q",
+        "--receive-pack=git-receive-pack", "origin", "HEAD:refs/heads/main")
+    assert "pre-receive.ran" in _ran(markers)
+
+
 def test_the_landing_puts_back_what_an_agent_wrote_into_the_git_config_first(
         tmp_path: Path) -> None:
     """The agent points `origin` at a repository of its own and plants an fsmonitor and
@@ -303,3 +336,13 @@ def test_what_an_agent_adds_to_its_worktrees_own_admin_dir_is_removed_first(
     assert any("worktrees/T1/config.worktree added" in n for n in notes), notes
     assert any("extensions.worktreeconfig" in n for n in notes), notes
     repo.remove_worktree(worktree, "bernstein/T1-1")
+
+
+def test_only_ssh_remotes_get_the_plain_pack_program_a_forge_accepts() -> None:
+    from console.engine.shared_remote import over_ssh
+    for url in ("git@github.com:o/r.git", "host:r", "ssh://git@h/r", "git+ssh://h/r",
+                "[git@h:22]:r"):
+        assert over_ssh(url), url
+    for url in ("../evil.git", "/srv/r.git", "file:///srv/r.git", "./a:b", "r.git",
+                "https://h/r.git"):
+        assert not over_ssh(url), url
