@@ -139,6 +139,30 @@ def test_drivers_named_by_attribute_files_are_switched_off_too(tmp_path: Path) -
     repo.remove_worktree(worktree, "bernstein/T1-1")
 
 
+def test_a_gitattributes_naming_too_many_drivers_is_refused_in_one_line(tmp_path: Path
+                                                                        ) -> None:
+    """40,000 distinct `filter=` names (under the 1 MiB read limit) would put 320,000
+    items on every engine git's command line: "Argument list too long", the engine
+    stuck. Past MAX_ATTRIBUTE_DRIVERS the engine refuses, one line naming the file."""
+    root = make_repo(tmp_path)
+    (root / ".gitattributes").write_text("".join(f"f{i} filter=d{i}\n" for i in range(40000)))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    trusted(root)
+    ticket(root, "t1", id="T1", title="Work", description="write work.txt done")
+    run = _run(root)
+    said = run.stdout + run.stderr
+    lines = [line for line in said.splitlines() if ".gitattributes: names more than" in line]
+    assert len(lines) == 1, said
+    assert "Traceback" not in said and "Argument list too long" not in said, said
+    assert run.returncode != 0
+    assert (root / ".sdd" / "backlog" / "open" / "t1.yaml").exists()  # nothing started
+    # at the limit it still runs: each name is switched off
+    (root / ".gitattributes").write_text("".join(f"f{i} filter=d{i}\n" for i in range(256)))
+    pairs = dict(driver_overrides(root, git_env()))
+    assert pairs["filter.d255.clean"] == ""
+
+
 # -- landing through a shared remote ---------------------------------------------------
 
 
