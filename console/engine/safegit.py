@@ -31,6 +31,7 @@ from pathlib import Path
 
 from console.engine.orphans import PROJECT_MARKER
 from console.sdd.fileio import read_regular_file
+from console.sdd.repo_config import is_include
 
 ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME")
 
@@ -213,8 +214,7 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
     names: set[tuple[str, str]] = set()
     common: Path | None = None
     for where, key in _config_entries(cwd, env):
-        low = key.lower()
-        if low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
+        if is_include(key):
             raise GitRefused(f"{where}: {key} — the engine runs no git in a repository "
                              "whose config includes another file (what it sets can "
                              "depend on the branch); remove the include")
