@@ -370,3 +370,41 @@ def test_only_ssh_remotes_get_the_plain_pack_program_a_forge_accepts() -> None:
     for url in ("../evil.git", "/srv/r.git", "file:///srv/r.git", "./a:b", "r.git",
                 "https://h/r.git"):
         assert not over_ssh(url), url
+
+
+def test_clearing_a_worktrees_admin_dir_never_removes_through_a_link(tmp_path: Path
+                                                                      ) -> None:
+    """`.git/worktrees` (or `.git/worktrees/<name>`) turned into a link to another
+    repository's admin dirs: the engine's clean-up of the agent's `config.worktree`
+    must not remove that repository's file through it."""
+    root = make_repo(tmp_path)
+    repo = GitRepo(root)
+    notes: list[str] = []
+    repo.on_note = notes.append
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    admin = root / ".git" / "worktrees" / "T1"
+    elsewhere = tmp_path / "other-repo-admin"
+    (elsewhere / "T1" / "info").mkdir(parents=True)
+    victims = [elsewhere / "T1" / "config.worktree", elsewhere / "T1" / "info" / "attributes"]
+    for victim in victims:
+        victim.write_text("someone else's\n")
+    real = root / ".git" / "worktrees-real"
+    (root / ".git" / "worktrees").rename(real)
+    (root / ".git" / "worktrees").symlink_to(elsewhere)
+    repo.check_meta(worktree)
+    assert all(victim.read_text() == "someone else's\n" for victim in victims)
+    assert any("worktrees/T1 is not a plain directory" in n for n in notes), notes
+    # and the admin dir itself made a link
+    (root / ".git" / "worktrees").unlink()
+    real.rename(root / ".git" / "worktrees")
+    admin.rename(tmp_path / "T1-admin")
+    admin.symlink_to(elsewhere / "T1")
+    repo.check_meta(worktree)
+    assert all(victim.read_text() == "someone else's\n" for victim in victims)
+    admin.unlink()
+    (tmp_path / "T1-admin").rename(admin)
+    (admin / "config.worktree").write_text("[core]\n\tbare = false\n")
+    repo.check_meta(worktree)  # the real one, reached safely, is still removed
+    assert not (admin / "config.worktree").exists()
+    repo.remove_worktree(worktree, "bernstein/T1-1")
