@@ -51,10 +51,15 @@ _BRANCH = re.compile(r"bernstein/(?P<task>[A-Za-z0-9._-]+)-\d+")
 UPLOAD_PACK = "git-upload-pack"
 RECEIVE_PACK = "git-receive-pack"
 LOCAL_UPLOAD_PACK = shlex.join(["git", *options(SAFE_CONFIG), "upload-pack"])
+#: (a checked-out branch is never updated there: `updateInstead` would run that
+#: checkout's filters)
 LOCAL_RECEIVE_PACK = shlex.join(["git", *options(SAFE_CONFIG), "-c", "receive.autoGc=false",
-                                 "receive-pack"])
+                                 "-c", "receive.denyCurrentBranch=refuse", "receive-pack"])
 _SSH_SCHEMES = ("ssh://", "git+ssh://", "ssh+git://")
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
+#: a remote's refusal that another push racing ours causes (anything else is for good)
+_RACED = ("lock", "failed to update ref", "incorrect old value", "stale info", "fetch first",
+          "non-fast-forward")
 
 
 def over_ssh(url: str) -> bool:
@@ -65,6 +70,21 @@ def over_ssh(url: str) -> bool:
         return url.lower().startswith(_SSH_SCHEMES)
     colon, slash = url.find(":"), url.find("/")
     return colon > 0 and (slash < 0 or colon < slash)
+
+
+def _refused_for_good(exc: GitFailed) -> str | None:
+    """Why a failed push will fail again (the remote refused the ref: a checked-out
+    branch, a declined update), or None when it lost a race with another worker's push
+    (not a fast-forward, a ref that push holds locked) and is tried again."""
+    refused = [line.split("\t")[-1] for line in exc.stdout.splitlines()
+               if line.startswith("!")]  # --porcelain: "!<TAB>ref<TAB>[why] (detail)"
+    if not refused:
+        return None if any(word in exc.stderr + exc.stdout for word in _REJECTED) \
+            else exc.line
+    for why in refused:
+        if why.startswith("[remote rejected]") and not any(word in why for word in _RACED):
+            return why
+    return None
 
 
 def task_of_branch(branch: str) -> str | None:
@@ -207,8 +227,9 @@ class SharedRemoteRepo(GitRepo):
                 except GitFailed as exc:
                     self._run(["reset", "--hard", "-q", before])  # undo the local merge
                     last = exc.line
-                    if not any(word in (exc.stderr + exc.stdout) for word in _REJECTED):
-                        return MergeResult(False, f"push to {self.remote} failed: {last}")
+                    refused = _refused_for_good(exc)
+                    if refused is not None:
+                        return MergeResult(False, f"push to {self.remote} failed: {refused}")
                 else:
                     sha = self._run(["rev-parse", "HEAD"])
                     self._run(["update-ref", self.tracking, sha])

@@ -362,6 +362,33 @@ def test_what_an_agent_adds_to_its_worktrees_own_admin_dir_is_removed_first(
     repo.remove_worktree(worktree, "bernstein/T1-1")
 
 
+def test_a_non_bare_local_remote_never_checks_out_the_push_through_its_filters(
+        tmp_path: Path) -> None:
+    """`receive.denyCurrentBranch=updateInstead` in a non-bare local remote makes its
+    receive-pack check the pushed branch out there, through that repository's own
+    smudge and clean filters: the engine's push is refused instead, in one line."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / ".gitattributes").write_text("* filter=ev\n")
+    (work / "README.md").write_text("# shared\n")
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "i")
+    git(work, "config", "receive.denyCurrentBranch", "updateInstead")
+    for key in ("smudge", "clean"):
+        git(work, "config", f"filter.ev.{key}", _marker_cmd(markers, key))
+    root = tmp_path / "clone"
+    subprocess.run(["git", "-c", "filter.ev.smudge=cat", "clone", "-q", str(work), str(root)],
+                   check=True)
+    repo = SharedRemoteRepo(root)
+    ok, message = _land(repo)
+    assert _ran(markers) == [], message
+    assert not ok and message.startswith("push to origin failed:"), message
+    assert "\n" not in message
+
+
 def test_only_ssh_remotes_get_the_plain_pack_program_a_forge_accepts() -> None:
     from console.engine.shared_remote import over_ssh
     for url in ("git@github.com:o/r.git", "host:r", "ssh://git@h/r", "git+ssh://h/r",
