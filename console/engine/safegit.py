@@ -15,7 +15,10 @@ environment of whoever runs git. So every git command the engine runs
 - is refused, with one line naming the file and key, in a repository whose config
   includes another file (`include.path`, `includeIf.<condition>.path`): what an
   include sets can depend on the branch or worktree git runs in, so it is never
-  followed, and a driver whose name a `-c` cannot carry (it holds `=`) is refused too.
+  followed, and a driver whose name a `-c` cannot carry (it holds `=`) is refused too,
+  as is an attribute file naming more than MAX_ATTRIBUTE_DRIVERS drivers (each takes
+  `-c` options: tens of thousands would make every git's command line too long) or
+  that is over ATTRIBUTES_MAX or no regular file.
 
 GitPython cannot do this (`Git.execute` merges os.environ into every command), so
 git runs here through subprocess with an explicit environment.
