@@ -55,6 +55,52 @@ def _keys(data: bytes | None) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in found.items()}
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _descend(fd: int, parts: list[str] | tuple[str, ...]) -> int:
+    """A new descriptor for the directory `parts…` below the open directory `fd` (which
+    stays open), each part opened with O_NOFOLLOW: OSError when one is a link or none."""
+    current = os.dup(fd)
+    for part in parts:
+        try:
+            step = os.open(part, _DIR_FLAGS, dir_fd=current)
+        finally:
+            os.close(current)
+        current = step
+    return current
+
+
+def _open_dirs(top: Path, *parts: str) -> int:
+    """`top/parts…` opened as a directory: `top` as it is (the engine's own git dir),
+    each part below it never through a link."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _descend(fd, parts)
+    finally:
+        os.close(fd)
+
+
+def _unlink_at(fd: int, name: str) -> bool:
+    """Remove `name` (`a/b`: b in a, a reached never through a link) below the open
+    directory `fd`: the entry itself, never a link's target. Whether there was one."""
+    *dirs, leaf = name.split("/")
+    try:
+        where = _descend(fd, dirs)
+    except OSError:
+        return False  # no such directory, or a link there: nothing removed through it
+    try:
+        os.stat(leaf, dir_fd=where, follow_symlinks=False)
+    except OSError:
+        return False
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(leaf, dir_fd=where)
+        return True
+    finally:
+        os.close(where)
+
+
 class GitMetaGuard:
     """Snapshot before the first concurrent attempt, restore after each one ends."""
 
@@ -92,17 +138,27 @@ class GitMetaGuard:
         with self._lock:
             return self._put_back() if self._active else None
 
-    @staticmethod
-    def clear(admin: Path) -> str | None:
+    def clear(self, admin: Path) -> str | None:
         """Remove the files an agent may have added to its worktree's own admin dir
-        (`admin` is `.git/worktrees/<name>`); the line saying so, or None."""
+        (`admin` is `.git/worktrees/<name>`); the line saying so, or None. The dir is
+        reached from the git dir one component at a time, never through a link, and
+        each file is removed by name in the directory held open: a `worktrees/` or
+        `<name>/` swapped for a link meanwhile cannot redirect the removal."""
+        shown = f"worktrees/{admin.name}"
+        try:
+            fd = _open_dirs(self.git_dir, "worktrees", admin.name)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return (f"an agent changed its worktree's git metadata ({shown} is not a plain "
+                    "directory); nothing removed through it")
         said: list[str] = []
-        for name in WORKTREE_OWN if not admin.is_symlink() else ():
-            path = admin / name
-            if os.path.lexists(path) and not path.parent.is_symlink():
-                with contextlib.suppress(OSError):
-                    path.unlink()  # the name only: never a link's target
-                said.append(f"worktrees/{admin.name}/{name} added")
+        try:
+            for name in WORKTREE_OWN:
+                if _unlink_at(fd, name):
+                    said.append(f"{shown}/{name} added")
+        finally:
+            os.close(fd)
         if not said:
             return None
         return ("an agent changed its worktree's git metadata (" + "; ".join(said)

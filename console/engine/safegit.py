@@ -15,7 +15,10 @@ environment of whoever runs git. So every git command the engine runs
 - is refused, with one line naming the file and key, in a repository whose config
   includes another file (`include.path`, `includeIf.<condition>.path`): what an
   include sets can depend on the branch or worktree git runs in, so it is never
-  followed, and a driver whose name a `-c` cannot carry (it holds `=`) is refused too.
+  followed, and a driver whose name a `-c` cannot carry (it holds `=`) is refused too,
+  as is an attribute file naming more than MAX_ATTRIBUTE_DRIVERS drivers (each takes
+  `-c` options: tens of thousands would make every git's command line too long) or
+  that is over ATTRIBUTES_MAX or no regular file.
 
 GitPython cannot do this (`Git.execute` merges os.environ into every command), so
 git runs here through subprocess with an explicit environment.
@@ -25,12 +28,13 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from console.engine.orphans import PROJECT_MARKER
+from console.sdd.fileio import read_regular_file
+from console.sdd.repo_config import is_include
 
 ENV_KEEP = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "LOGNAME")
 
@@ -98,7 +102,7 @@ def git_env(marker: Path | str | None = None, source: Mapping[str, str] | None =
     return env
 
 
-def _options(pairs: Sequence[tuple[str, str]]) -> list[str]:
+def options(pairs: Sequence[tuple[str, str]]) -> list[str]:
     out = []
     for key, value in pairs:
         out += ["-c", f"{key}={value}"]
@@ -115,6 +119,10 @@ class GitRefused(GitFailed):
 
 #: attribute files are data: read this much of each, no more
 ATTRIBUTES_MAX = 1024 * 1024
+#: distinct drivers named only in attribute files, and defined in the config, that the
+#: engine switches off: past these it runs no git in the repository
+MAX_ATTRIBUTE_DRIVERS = 256
+MAX_CONFIG_DRIVERS = 1024
 _ATTR_DRIVER = re.compile(rb"(?:^|\s)(filter|merge|diff)=(\S+)")
 
 
@@ -148,22 +156,38 @@ def _neutralise(kind: str, name: str, defined: bool) -> list[tuple[str, str]]:
             (f"diff.{name}.command", PLAIN_DIFF)]
 
 
-def _attribute_names(files: Sequence[Path]) -> set[tuple[str, str]]:
-    """The driver names these attribute files (and their macros) refer to."""
+def _shown(path: Path, cwd: Path) -> str:
+    return os.path.relpath(path, cwd) if path.is_relative_to(cwd) else str(path)
+
+
+def _attribute_names(files: Sequence[Path], cwd: Path, defined: set[tuple[str, str]]
+                     ) -> set[tuple[str, str]]:
+    """The driver names these attribute files (and their macros) refer to that neither
+    git builds in nor the config defines. GitRefused, naming the file, when one cannot be
+    read as a whole or they name more than MAX_ATTRIBUTE_DRIVERS: each is switched off
+    on git's command line, and that many would make it too long for any git to start."""
     found: set[tuple[str, str]] = set()
     for path in files:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+        tracked = path.name == ".gitattributes"  # git reads a link there as no file
+        if tracked and path.is_symlink():
             continue
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        shown = _shown(path, cwd)
+        data, problem = read_regular_file(path, shown, ATTRIBUTES_MAX, follow=not tracked)
+        if problem is not None:
+            raise GitRefused(f"{problem} — the engine runs no git in this repository "
+                             "until it is a regular file it can read")
+        for match in _ATTR_DRIVER.finditer(data or b""):
+            kind, name = match[1].decode(), match[2].decode("utf-8", "surrogateescape")
+            # a name holding '=' no config can define for a -c to be needed
+            if "=" in name or name in BUILT_IN[kind] or (kind, name) in defined:
                 continue
-            data = handle.read(ATTRIBUTES_MAX)
-        for match in _ATTR_DRIVER.finditer(data):
-            name = match[2].decode("utf-8", "surrogateescape")
-            if "=" not in name:  # one no config can define for a -c to be needed
-                found.add((match[1].decode(), name))
+            found.add((kind, name))
+            if len(found) > MAX_ATTRIBUTE_DRIVERS:
+                raise GitRefused(
+                    f"{shown}: names more than {MAX_ATTRIBUTE_DRIVERS} filter, merge and "
+                    "diff drivers — the engine switches each off on git's command line "
+                    "and runs no git in this repository while there are that many; "
+                    "remove the extra attributes")
     return found
 
 
@@ -171,7 +195,7 @@ def _config_entries(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]:
     """(file, key) of every setting in the config files git reads in `cwd`, includes
     not followed (the command line's own left out)."""
     try:
-        listed = subprocess.run(["git", *_options(SAFE_CONFIG), "config", "--list", "-z",
+        listed = subprocess.run(["git", *options(SAFE_CONFIG), "config", "--list", "-z",
                                  "--no-includes", "--show-origin"], cwd=cwd, env=dict(env),
                                 capture_output=True, stdin=subprocess.DEVNULL, timeout=30,
                                 check=False)
@@ -193,8 +217,7 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
     names: set[tuple[str, str]] = set()
     common: Path | None = None
     for where, key in _config_entries(cwd, env):
-        low = key.lower()
-        if low == "include.path" or (low.startswith("includeif.") and low.endswith(".path")):
+        if is_include(key):
             raise GitRefused(f"{where}: {key} — the engine runs no git in a repository "
                              "whose config includes another file (what it sets can "
                              "depend on the branch); remove the include")
@@ -207,11 +230,14 @@ def driver_overrides(cwd: Path, env: Mapping[str, str]) -> list[tuple[str, str]]
             raise GitRefused(f"{where}: {key} — a driver name holding '=' cannot be "
                              "switched off; the engine runs no git in this repository")
         names.add((match[1].lower(), match[2]))
+        if len(names) > MAX_CONFIG_DRIVERS:
+            raise GitRefused(f"{where}: defines more than {MAX_CONFIG_DRIVERS} filter, "
+                             "merge and diff drivers — the engine runs no git in this "
+                             "repository while there are that many")
     attributes = [cwd / ".gitattributes"]
     if common is not None:
         attributes.append(common / "info" / "attributes")
-    named = {(kind, name) for kind, name in _attribute_names(attributes)
-             if name not in BUILT_IN[kind]} - names
+    named = _attribute_names(attributes, cwd, names)
     pairs: list[tuple[str, str]] = []
     for kind, name in sorted(names):
         pairs += _neutralise(kind, name, True)
@@ -247,7 +273,7 @@ def git_argv(cwd: Path, args: Sequence[str], env: Mapping[str, str] | None = Non
     whether `cwd` is a checkout at all)."""
     overrides = driver_overrides(cwd, env if env is not None else git_env())
     where = [f"--work-tree={cwd}"] if work_tree else []
-    return ["git", "--no-pager", *where, *_options([*SAFE_CONFIG, *overrides]), *args]
+    return ["git", "--no-pager", *where, *options([*SAFE_CONFIG, *overrides]), *args]
 
 
 def run_git(args: Sequence[str], cwd: Path, *, marker: Path | str | None = None,

@@ -10,9 +10,13 @@ pushed and was killed before it could report) is never merged twice.
 
 Fetch and push go through the engine's safe git, with the transports a remote needs
 allowed back (file, ssh, https; never ext:: or other programs), the ssh agent's socket,
-a time limit, and nothing else. They name the programs the other side runs
-(`git-upload-pack`, `git-receive-pack`): a `remote.<name>.uploadpack` or `receivepack`
-in the config (which a local remote would run here, through the shell) is never used.
+a time limit, and nothing else. They name the program the other side runs: a
+`remote.<name>.uploadpack` or `receivepack` in the config (which a local remote would
+run here, through the shell) is never used. Over ssh that is plain `git-upload-pack` /
+`git-receive-pack` (all a forge accepts; it runs on the server). A local remote (a
+path, a file:// URL) runs here, as us, and git does not pass our `-c` options on to it:
+its own hooks and config would run; so its side is git with the engine's overrides on
+its own command line (`git -c core.hooksPath=/dev/null … receive-pack`).
 Before each, what running agents changed in the git metadata (the remote's URL, say)
 is put back (gitguard).
 """
@@ -22,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from console.engine.errors import EngineError
 from console.engine.gitops import IDENTITY, GitRepo, MergeResult
-from console.engine.safegit import GitFailed, run_git
+from console.engine.safegit import SAFE_CONFIG, GitFailed, options, run_git
 
 PUSH_TRIES = 12
 NETWORK_S = 120.0  # one fetch or push
@@ -40,10 +45,46 @@ NETWORK = ("-c", "protocol.file.allow=always", "-c", "protocol.ssh.allow=always"
            "-c", "protocol.https.allow=always", "-c", "core.sshCommand=ssh",
            "-c", "http.saveCookies=false")  # a config's cookie file is never written
 _BRANCH = re.compile(r"bernstein/(?P<task>[A-Za-z0-9._-]+)-\d+")
-#: the programs a fetch and a push run on the other side, whatever the config says
-UPLOAD_PACK = "--upload-pack=git-upload-pack"
-RECEIVE_PACK = "--receive-pack=git-receive-pack"
+#: the program a fetch and a push run on the other side, whatever the config says: over
+#: ssh, the one name a forge accepts; for a local remote, which runs here, git with
+#: every override (its hooks, fsmonitor, alternate-refs command, auto gc all off)
+UPLOAD_PACK = "git-upload-pack"
+RECEIVE_PACK = "git-receive-pack"
+LOCAL_UPLOAD_PACK = shlex.join(["git", *options(SAFE_CONFIG), "upload-pack"])
+#: (a checked-out branch is never updated there: `updateInstead` would run that
+#: checkout's filters)
+LOCAL_RECEIVE_PACK = shlex.join(["git", *options(SAFE_CONFIG), "-c", "receive.autoGc=false",
+                                 "-c", "receive.denyCurrentBranch=refuse", "receive-pack"])
+_SSH_SCHEMES = ("ssh://", "git+ssh://", "ssh+git://")
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
+#: a remote's refusal that another push racing ours causes (anything else is for good)
+_RACED = ("lock", "failed to update ref", "incorrect old value", "stale info", "fetch first",
+          "non-fast-forward")
+
+
+def over_ssh(url: str) -> bool:
+    """Whether git reaches `url` through ssh (an ssh:// URL, or scp-like `host:path`:
+    a ':' before any '/'), as git itself decides; anything else that is no URL
+    (`scheme://`) is a local path."""
+    if "://" in url:
+        return url.lower().startswith(_SSH_SCHEMES)
+    colon, slash = url.find(":"), url.find("/")
+    return colon > 0 and (slash < 0 or colon < slash)
+
+
+def _refused_for_good(exc: GitFailed) -> str | None:
+    """Why a failed push will fail again (the remote refused the ref: a checked-out
+    branch, a declined update), or None when it lost a race with another worker's push
+    (not a fast-forward, a ref that push holds locked) and is tried again."""
+    refused = [line.split("\t")[-1] for line in exc.stdout.splitlines()
+               if line.startswith("!")]  # --porcelain: "!<TAB>ref<TAB>[why] (detail)"
+    if not refused:
+        return None if any(word in exc.stderr + exc.stdout for word in _REJECTED) \
+            else exc.line
+    for why in refused:
+        if why.startswith("[remote rejected]") and not any(word in why for word in _RACED):
+            return why
+    return None
 
 
 def task_of_branch(branch: str) -> str | None:
@@ -76,20 +117,30 @@ class SharedRemoteRepo(GitRepo):
         return self._git().execute(["git", *args])
 
     def _net(self, args: list[str]) -> str:
-        """A fetch or push: the transports allowed back, the ssh agent reachable, and a
-        time limit (a remote that hangs fails the attempt, not the worker); the git
-        metadata as it was before any agent ran."""
+        """A fetch or push: the transports allowed back, the program the other side runs,
+        the ssh agent reachable, and a time limit (a remote that hangs fails the attempt,
+        not the worker); the git metadata as it was before any agent ran."""
         self.check_meta()
-        return run_git([*NETWORK, *args], self.root, marker=self.marker,
+        pack = self._pack_program(push=args[0] == "push")
+        return run_git([*NETWORK, args[0], pack, *args[1:]], self.root, marker=self.marker,
                        timeout_s=NETWORK_S, pass_env=("SSH_AUTH_SOCK",))
+
+    def _pack_program(self, push: bool) -> str:
+        """`--upload-pack=…` / `--receive-pack=…` for the URL(s) git uses now (`insteadOf`
+        applied): the plain name when all go over ssh, else the local one."""
+        urls = self._run(["remote", "get-url", *(["--push", "--all"] if push else []),
+                          self.remote]).splitlines()
+        ssh = bool(urls) and all(map(over_ssh, urls))
+        if push:
+            return f"--receive-pack={RECEIVE_PACK if ssh else LOCAL_RECEIVE_PACK}"
+        return f"--upload-pack={UPLOAD_PACK if ssh else LOCAL_UPLOAD_PACK}"
 
     # -- the remote base -----------------------------------------------------------------
 
     def fetch(self) -> None:
         """The remote's base into refs/remotes/<remote>/<base>; EngineError when it fails."""
         try:
-            self._net(["fetch", "-q", "--no-tags", "--no-recurse-submodules", UPLOAD_PACK,
-                       self.remote,
+            self._net(["fetch", "-q", "--no-tags", "--no-recurse-submodules", self.remote,
                        f"+refs/heads/{self.base}:{self.tracking}"])
         except GitFailed as exc:
             raise EngineError(f"cannot fetch {self.base} from {self.remote}: {exc.line}"
@@ -172,13 +223,13 @@ class SharedRemoteRepo(GitRepo):
                     return merged
                 try:
                     self._net(["push", "-q", "--porcelain", "--no-recurse-submodules",
-                               RECEIVE_PACK, self.remote,
-                               f"HEAD:refs/heads/{self.base}"])
+                               self.remote, f"HEAD:refs/heads/{self.base}"])
                 except GitFailed as exc:
                     self._run(["reset", "--hard", "-q", before])  # undo the local merge
                     last = exc.line
-                    if not any(word in (exc.stderr + exc.stdout) for word in _REJECTED):
-                        return MergeResult(False, f"push to {self.remote} failed: {last}")
+                    refused = _refused_for_good(exc)
+                    if refused is not None:
+                        return MergeResult(False, f"push to {self.remote} failed: {refused}")
                 else:
                     sha = self._run(["rev-parse", "HEAD"])
                     self._run(["update-ref", self.tracking, sha])

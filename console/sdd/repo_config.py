@@ -1,6 +1,17 @@
 """The repository's git config as data (DESIGN §7), for the trust hash and for saying
 what it can run or steer.
 
+Two sets of settings. `runnable` lists every one that names a program git runs or
+steers where its data goes (_RUNS: hooks path, fsmonitor, pager, drivers, credential
+and signing programs, remotes' URLs and upload/receive programs, …): the operator's
+own git would run them, so the trust dialog shows them all. `digest` hashes only
+those that still steer the engine's git despite its overrides (_STEERS: URL rewriting
+by `insteadOf`/`pushInsteadOf`, http and remote proxies, certificates, cookie files
+and extra headers, and includes, which the engine refuses anyway): everything else
+in _RUNS the engine switches off or names itself on every command (console/engine/
+safegit.py, shared_remote.py), so a `git remote add`, husky's `core.hooksPath` or
+scalar's `core.fsmonitor` changes nothing the engine runs and needs no new trust.
+
 Its files are read as bytes with a size limit, without blocking on a FIFO, and parsed
 by git itself (`git config --file - --list -z --no-includes` on the bytes read: git's
 own parser, given no repository, following nothing and running nothing). Includes
@@ -14,11 +25,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from console.sdd.fileio import read_regular_file
 
 CONFIG_MAX = 1024 * 1024
 MAX_DEPTH = 10  # git's own limit on nested includes
@@ -34,10 +46,17 @@ _RUNS = re.compile(
     r"|alias\..+|trailer\..+\.(command|cmd)|(merge|diff)tool\..+\.cmd"
     r"|interactive\.difffilter|uploadpack\.packobjectshook|submodule\..+\.update"
     r"|http\.(.+\.)?(proxy|sslverify|sslcainfo|sslcapath|sslcert|sslkey|cookiefile"
-    r"|extraheader))$", re.DOTALL)
+    r"|extraheader|curloptresolve))$", re.DOTALL)
+#: of those, what steers the engine's own git although it overrides the rest: hashed
+_STEERS = re.compile(
+    r"^(url\..+\.(insteadof|pushinsteadof)|remote\..+\.proxy|include\.path"
+    r"|includeif\..+\.path|http\.(.+\.)?(proxy|sslverify|sslcainfo|sslcapath|sslcert"
+    r"|sslkey|cookiefile|extraheader|curloptresolve))$", re.DOTALL)
 
 
-def _is_include(key: str) -> bool:
+def is_include(key: str) -> bool:
+    """Whether the config key `key` includes another file (`include.path`,
+    `includeIf.<condition>.path`)."""
     low = key.lower()
     return low == "include.path" or (low.startswith("includeif.") and low.endswith(".path"))
 
@@ -66,19 +85,10 @@ def parse(data: bytes) -> list[tuple[str, str]] | None:
 
 def _read(path: Path) -> tuple[bytes | None, str]:
     """(contents, "") or (None, why not): a regular file, at most CONFIG_MAX bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None, "absent"
-    except OSError as exc:
-        return None, f"unreadable ({exc.strerror or exc})"
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None, "not a regular file"
-        data = handle.read(CONFIG_MAX + 1)
-    if len(data) > CONFIG_MAX:
-        return None, f"over {CONFIG_MAX >> 10} KiB"
-    return data, ""
+    data, problem = read_regular_file(path, str(path), CONFIG_MAX)
+    if problem is not None:
+        return None, problem.reason
+    return (None, "absent") if data is None else (data, "")
 
 
 def git_dir(root: Path) -> Path | None:
@@ -142,23 +152,24 @@ def config_files(root: Path) -> Iterator[ConfigFile]:
         yield ConfigFile(shown, path, settings, data, "" if settings is not None
                          else "git cannot parse it")
         for key, value in settings or ():
-            if _is_include(key) and value and depth < MAX_DEPTH:
+            if is_include(key) and value and depth < MAX_DEPTH:
                 target = Path(os.path.expanduser(value)) if value.startswith("~") \
                     else path.parent / value
                 queue.append((target, depth + 1))
 
 
 def digest(root: Path) -> str:
-    """The hash of what the repository's config (and its includes) can run or steer:
-    each such setting with the file it is in, and any file git cannot parse (its raw
-    bytes) or that is not read (why). Everything else git writes in ordinary work (a
-    `git init`, a tracking branch, the author) runs nothing: it is left out, so it needs
-    no new trust, and a project trusted before its `git init` stays trusted."""
+    """The hash of what in the repository's config (and its includes) still steers the
+    engine's git (_STEERS): each such setting with the file it is in, and any file git
+    cannot parse (its raw bytes) or that is not read (why). What the engine overrides
+    (hooks, fsmonitor, drivers, remotes' programs, …) and what git writes in ordinary
+    work (a `git init`, `git remote add`, a tracking branch, the author) are left out:
+    they need no new trust, and a project trusted before its `git init` stays trusted."""
     whole = hashlib.sha256()
     for found in config_files(root):
         if found.settings is not None:
             for key, value in found.settings:
-                if _RUNS.match(key.lower()):
+                if _STEERS.match(key.lower()):
                     whole.update(os.fsencode(found.shown) + b"\0" + os.fsencode(key)
                                  + b"=" + os.fsencode(value) + b"\n")
         elif found.data is not None:
@@ -178,8 +189,8 @@ def runnable(root: Path) -> list[str]:
         for key, value in found.settings or ():
             if not _RUNS.match(key.lower()):
                 continue
-            note = " (the engine runs no git here while it is there)" if _is_include(key) \
-                else "" if key.startswith(("remote.", "url.")) \
+            note = " (the engine runs no git here while it is there)" if is_include(key) \
+                else "" if _STEERS.match(key.lower()) or key.startswith("remote.") \
                 else " (the engine's git never runs it; your own git does)"
             lines.append(f"git config {found.shown}: {key} = {value}{note}")
     return lines

@@ -12,10 +12,13 @@ it that configures code to run —
   hashed is what runs.
 
 * the repository's git config (`.git/config`, `config.worktree` and the includes they
-  lead to inside the project, console.sdd.repo_config): the settings that can run a
-  program or steer git (hooks, fsmonitor, drivers, remotes, `insteadOf`, includes, http
-  proxies and certificates), not what git writes in ordinary work (`git init`, a
-  tracking branch, the author);
+  lead to inside the project, console.sdd.repo_config): the settings that still steer
+  the engine's git despite its overrides (`insteadOf`/`pushInsteadOf`, http and remote
+  proxies, certificates, cookie files and extra headers, includes). Hooks, fsmonitor,
+  drivers, pager, editor, credential and signing programs, remotes' URLs and their
+  upload/receive programs are overridden or named by the engine on every git it runs:
+  they are listed (the operator's own git runs them), not hashed, so `git remote add`,
+  husky's `core.hooksPath` or what `git init` writes need no new trust;
 * the role templates (`templates/`, and the `roles_dir` bernstein.yaml names when it
   is elsewhere in the project): they pick each role's model and system prompt.
 

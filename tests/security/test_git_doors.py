@@ -139,6 +139,30 @@ def test_drivers_named_by_attribute_files_are_switched_off_too(tmp_path: Path) -
     repo.remove_worktree(worktree, "bernstein/T1-1")
 
 
+def test_a_gitattributes_naming_too_many_drivers_is_refused_in_one_line(tmp_path: Path
+                                                                        ) -> None:
+    """40,000 distinct `filter=` names (under the 1 MiB read limit) would put 320,000
+    items on every engine git's command line: "Argument list too long", the engine
+    stuck. Past MAX_ATTRIBUTE_DRIVERS the engine refuses, one line naming the file."""
+    root = make_repo(tmp_path)
+    (root / ".gitattributes").write_text("".join(f"f{i} filter=d{i}\n" for i in range(40000)))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "attributes")
+    trusted(root)
+    ticket(root, "t1", id="T1", title="Work", description="write work.txt done")
+    run = _run(root)
+    said = run.stdout + run.stderr
+    lines = [line for line in said.splitlines() if ".gitattributes: names more than" in line]
+    assert len(lines) == 1, said
+    assert "Traceback" not in said and "Argument list too long" not in said, said
+    assert run.returncode != 0
+    assert (root / ".sdd" / "backlog" / "open" / "t1.yaml").exists()  # nothing started
+    # at the limit it still runs: each name is switched off
+    (root / ".gitattributes").write_text("".join(f"f{i} filter=d{i}\n" for i in range(256)))
+    pairs = dict(driver_overrides(root, git_env()))
+    assert pairs["filter.d255.clean"] == ""
+
+
 # -- landing through a shared remote ---------------------------------------------------
 
 
@@ -186,6 +210,39 @@ def test_fetch_and_push_never_run_the_remotes_upload_or_receive_pack(tmp_path: P
     assert ok, message
     assert _ran(markers) == []
     assert "work.txt" in git(origin, "ls-tree", "--name-only", "main")  # it did land
+
+
+def test_a_local_remotes_own_hooks_never_run_when_the_engine_pushes_to_it(tmp_path: Path
+                                                                        ) -> None:
+    """Git does not pass the engine's `-c` options to the receive-pack (upload-pack) it
+    starts for a local remote: that repository's hooks would run here, as the operator.
+    A bare `evil.git` with every receive-side hook, reached as `../evil.git`: the work
+    lands and none of them runs."""
+    evil = _origin(tmp_path).rename(tmp_path / "evil.git")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    hooks = ("pre-receive", "update", "post-receive", "post-update",
+             "reference-transaction", "proc-receive", "push-to-checkout", "pre-auto-gc")
+    for name in hooks:
+        hook = evil / "hooks" / name
+        hook.write_text(f"#!/bin/sh\ntouch {markers}/{name}.ran\ncat >/dev/null\n")
+        hook.chmod(0o755)
+    git(evil, "config", "core.fsmonitor", str(markers / "fsmonitor"))
+    root = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(evil), str(root)], check=True)
+    git(root, "config", "remote.origin.url", "../evil.git")
+    repo = SharedRemoteRepo(root)
+    ok, message = _land(repo)
+    assert ok, message
+    assert "work.txt" in git(evil, "ls-tree", "--name-only", "main")  # it did land
+    assert _ran(markers) == []
+    # the same push as git runs it without the fix: the hooks do run (the test can see)
+    (root / "more.txt").write_text("more\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "m")
+    git(root, "-c", "core.hooksPath=/dev/null", "push", "-q",
+        "--receive-pack=git-receive-pack", "origin", "HEAD:refs/heads/main")
+    assert "pre-receive.ran" in _ran(markers)
 
 
 def test_the_landing_puts_back_what_an_agent_wrote_into_the_git_config_first(
@@ -302,4 +359,79 @@ def test_what_an_agent_adds_to_its_worktrees_own_admin_dir_is_removed_first(
     assert not (admin / "config.worktree").exists()
     assert any("worktrees/T1/config.worktree added" in n for n in notes), notes
     assert any("extensions.worktreeconfig" in n for n in notes), notes
+    repo.remove_worktree(worktree, "bernstein/T1-1")
+
+
+def test_a_non_bare_local_remote_never_checks_out_the_push_through_its_filters(
+        tmp_path: Path) -> None:
+    """`receive.denyCurrentBranch=updateInstead` in a non-bare local remote makes its
+    receive-pack check the pushed branch out there, through that repository's own
+    smudge and clean filters: the engine's push is refused instead, in one line."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / ".gitattributes").write_text("* filter=ev\n")
+    (work / "README.md").write_text("# shared\n")
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "i")
+    git(work, "config", "receive.denyCurrentBranch", "updateInstead")
+    for key in ("smudge", "clean"):
+        git(work, "config", f"filter.ev.{key}", _marker_cmd(markers, key))
+    root = tmp_path / "clone"
+    subprocess.run(["git", "-c", "filter.ev.smudge=cat", "clone", "-q", str(work), str(root)],
+                   check=True)
+    repo = SharedRemoteRepo(root)
+    ok, message = _land(repo)
+    assert _ran(markers) == [], message
+    assert not ok and message.startswith("push to origin failed:"), message
+    assert "\n" not in message
+
+
+def test_only_ssh_remotes_get_the_plain_pack_program_a_forge_accepts() -> None:
+    from console.engine.shared_remote import over_ssh
+    for url in ("git@github.com:o/r.git", "host:r", "ssh://git@h/r", "git+ssh://h/r",
+                "[git@h:22]:r"):
+        assert over_ssh(url), url
+    for url in ("../evil.git", "/srv/r.git", "file:///srv/r.git", "./a:b", "r.git",
+                "https://h/r.git"):
+        assert not over_ssh(url), url
+
+
+def test_clearing_a_worktrees_admin_dir_never_removes_through_a_link(tmp_path: Path
+                                                                      ) -> None:
+    """`.git/worktrees` (or `.git/worktrees/<name>`) turned into a link to another
+    repository's admin dirs: the engine's clean-up of the agent's `config.worktree`
+    must not remove that repository's file through it."""
+    root = make_repo(tmp_path)
+    repo = GitRepo(root)
+    notes: list[str] = []
+    repo.on_note = notes.append
+    worktree = root / ".sdd" / "worktrees" / "T1"
+    repo.add_worktree(worktree, "bernstein/T1-1")
+    admin = root / ".git" / "worktrees" / "T1"
+    elsewhere = tmp_path / "other-repo-admin"
+    (elsewhere / "T1" / "info").mkdir(parents=True)
+    victims = [elsewhere / "T1" / "config.worktree", elsewhere / "T1" / "info" / "attributes"]
+    for victim in victims:
+        victim.write_text("someone else's\n")
+    real = root / ".git" / "worktrees-real"
+    (root / ".git" / "worktrees").rename(real)
+    (root / ".git" / "worktrees").symlink_to(elsewhere)
+    repo.check_meta(worktree)
+    assert all(victim.read_text() == "someone else's\n" for victim in victims)
+    assert any("worktrees/T1 is not a plain directory" in n for n in notes), notes
+    # and the admin dir itself made a link
+    (root / ".git" / "worktrees").unlink()
+    real.rename(root / ".git" / "worktrees")
+    admin.rename(tmp_path / "T1-admin")
+    admin.symlink_to(elsewhere / "T1")
+    repo.check_meta(worktree)
+    assert all(victim.read_text() == "someone else's\n" for victim in victims)
+    admin.unlink()
+    (tmp_path / "T1-admin").rename(admin)
+    (admin / "config.worktree").write_text("[core]\n\tbare = false\n")
+    repo.check_meta(worktree)  # the real one, reached safely, is still removed
+    assert not (admin / "config.worktree").exists()
     repo.remove_worktree(worktree, "bernstein/T1-1")

@@ -31,12 +31,13 @@ def test_the_hash_changes_with_the_git_config_its_includes_and_the_templates(
     base = fingerprint(root)
     assert check(root).trusted
 
-    git(root, "config", "core.fsmonitor", "/tmp/anything")
+    # a URL rewrite steers the engine's own fetch and push: a new trust
+    git(root, "config", "url.https://evil.example/.insteadOf", "https://github.com/")
     changed = fingerprint(root)
     assert changed.parts[".git/config"] != base.parts[".git/config"]
     status = check(root)
     assert not status.trusted and ".git/config changed since you trusted it" in status.reason
-    git(root, "config", "--unset", "core.fsmonitor")
+    git(root, "config", "--unset", "url.https://evil.example/.insteadOf")
     assert fingerprint(root) == base and check(root).trusted
 
     # an include inside the repository is read: a change to the included file counts
@@ -44,7 +45,7 @@ def test_the_hash_changes_with_the_git_config_its_includes_and_the_templates(
     git(root, "config", "include.path", "extra.inc")
     trust(root)
     with_include = fingerprint(root)
-    (root / ".git" / "extra.inc").write_text('[filter "x"]\n\tclean = evil\n')
+    (root / ".git" / "extra.inc").write_text('[http]\n\tproxy = http://evil.example\n')
     assert fingerprint(root).parts[".git/config"] != with_include.parts[".git/config"]
     git(root, "config", "--unset", "include.path")
     trust(root)
@@ -156,5 +157,38 @@ def test_a_project_trusted_before_its_git_init_stays_trusted(tmp_path: Path) -> 
     trust(root)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     assert check(root).trusted
-    git(root, "config", "core.hooksPath", "hooks")  # one that steers git: a new trust
+    git(root, "config", "url.https://evil.example/.insteadOf", "https://")  # steers: a new
     assert not check(root).trusted
+
+
+@pytest.mark.usefixtures("config_home")
+def test_ordinary_git_set_up_after_trusting_keeps_the_project_trusted(tmp_path: Path
+                                                                       ) -> None:
+    """Day one: `init`, `trust`, `git init`, a commit, then `git remote add`, husky's
+    `core.hooksPath`, scalar's `core.fsmonitor`, `git remote set-url`: the engine
+    overrides all of them on every git it runs, so none needs a new trust — and `trust`
+    still lists them (the operator's own git runs them). A URL rewrite still counts."""
+    root = tmp_path / "fresh"
+    root.mkdir()
+    (root / "bernstein.yaml").write_text("agents: {default: script}\n")
+    trust(root)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    (root / "README.md").write_text("# fresh\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "i")
+    for args in (("remote", "add", "origin", "https://github.com/someone/fresh.git"),
+                 ("config", "core.hooksPath", ".husky/_"),
+                 ("config", "core.fsmonitor", "true"),
+                 ("remote", "set-url", "origin", "git@github.com:someone/fresh.git"),
+                 ("config", "core.pager", "less -R")):
+        git(root, *args)
+        status = check(root)
+        assert status.trusted, (args, status.reason)
+    run = run_cli("-C", str(root), "trust")  # what trusting shows still lists them all
+    assert run.returncode == 0, run.stderr
+    assert "git config .git/config: core.hookspath = .husky/_" in run.stdout, run.stdout
+    assert "core.fsmonitor = true" in run.stdout
+    assert "remote.origin.url = git@github.com:someone/fresh.git" in run.stdout
+    git(root, "config", "url.git@evil.example:.pushInsteadOf", "git@github.com:")
+    status = check(root)
+    assert not status.trusted and ".git/config changed since you trusted it" in status.reason
