@@ -213,7 +213,7 @@ def test_status_json_shows_a_running_agents_live_telemetry(tmp_path: Path) -> No
 
         live = until("the running agent in status --json", running, timeout=120)
         assert live["task_id"] == "T1" and live["cli"] == "script"
-        assert live["tokens"] == {"input": 2700, "output": 60, "cached": 500}
+        assert live["tokens"] == {"input": 2700, "output": 60, "cached": 500, "total": 2760}
         assert live["cost_estimated"] is True and live["cost_usd"] > 0
         assert live["last"] == 'tool: Edit {"file_path": "app.py"}'
         assert live["turns"] == 2 and live["elapsed_s"] >= 0
@@ -233,3 +233,33 @@ def test_status_json_shows_a_running_agents_live_telemetry(tmp_path: Path) -> No
     session = tasks(root)["T1"].metadata["session"]
     sidecar = (root / ".sdd/runtime" / f"{session}.tokens").read_text().splitlines()
     assert sum(json.loads(line)["in"] for line in sidecar) == 2700  # the result's totals
+
+
+def test_a_servers_agents_reach_status_json_in_the_same_shape() -> None:
+    from tests.bernstein_server import FakeBernstein
+    from tests.test_remote import TOKEN, cli
+
+    server = FakeBernstein(TOKEN).start()
+    try:
+        task_id = server.add("Streams", "claimed", progress_log=[
+            {"timestamp": 1.0, "message": "started", "percent": 5},
+            {"timestamp": 2.0, "message": "editing\napp.py", "percent": 40}])
+        server.agents = [
+            {"id": "backend-1a2b", "role": "backend", "status": "working", "model": "sonnet",
+             "provider": "claude", "task_ids": [task_id], "runtime_s": 42.0,
+             "tokens_used": 12345, "context_utilization_pct": 3.0, "cost_usd": 0.12},
+            {"id": "backend-dead", "role": "backend", "status": "dead", "model": "opus",
+             "provider": "claude", "task_ids": [task_id], "runtime_s": 9.0,
+             "tokens_used": 1, "cost_usd": 0.0},
+            {"id": "no-task", "status": "working", "task_ids": []}, "not an object"]
+        out = cli(server.url, "status", "--json")
+        assert out.returncode == 0, out.stderr
+        [agent] = json.loads(out.stdout)["agents"]
+        assert agent["task_id"] == task_id and agent["session"] == "backend-1a2b"
+        assert (agent["cli"], agent["model"], agent["pid"]) == ("claude", "sonnet", None)
+        assert agent["tokens"] == {"input": None, "output": None, "cached": None,
+                                   "total": 12345}
+        assert agent["cost_usd"] == 0.12 and agent["cost_estimated"] is True
+        assert agent["last"] == "editing app.py" and 41 <= agent["elapsed_s"] < 120
+    finally:
+        server.stop()

@@ -54,6 +54,7 @@ class AgentLive(msgspec.Struct, frozen=True):
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
+    tokens_total: int | None = None  # a server's agent: only a total (remote/agents.py)
     cost_usd: float | None = None
     cost_estimated: bool = True
     last: str = ""
@@ -64,12 +65,19 @@ class AgentLive(msgspec.Struct, frozen=True):
         return round(max(0.0, (time.time() if now is None else now) - self.started), 1) \
             if self.started else 0.0
 
+    def tokens(self) -> dict[str, int | None]:
+        """{input, output, cached, total}; a server that gives only a total: the split
+        is None."""
+        if self.tokens_total is not None:
+            return {"input": None, "output": None, "cached": None, "total": self.tokens_total}
+        return {"input": self.tokens_in, "output": self.tokens_out,
+                "cached": self.tokens_cached, "total": self.tokens_in + self.tokens_out}
+
     def as_json(self, now: float | None = None) -> dict[str, Any]:
         """The `agents` item of `status --json`."""
         return {"task_id": self.task_id, "session": self.session, "cli": self.cli,
                 "model": self.model, "pid": self.pid, "elapsed_s": self.elapsed_s(now),
-                "tokens": {"input": self.tokens_in, "output": self.tokens_out,
-                           "cached": self.tokens_cached},
+                "tokens": self.tokens(),
                 "cost_usd": self.cost_usd, "cost_estimated": self.cost_estimated,
                 "last": self.last, "turns": self.turns, "problem": self.problem or None}
 
