@@ -39,8 +39,8 @@ HEARTBEAT_S = 2.0  # a heartbeat at least this often, changed or not
 
 class Fleet:
     """The running agents of one engine on one project: `runtime/agents.json`, written
-    when an agent's figures change (at most once per PUBLISH_S) and when one that was
-    in it ends."""
+    when an agent's figures change (at most once per PUBLISH_S: a change held back is
+    written by the next beat's `flush`) and when one that was in it ends."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -48,12 +48,21 @@ class Fleet:
         self._entries: dict[str, dict[str, Any]] = {}
         self._written = 0.0  # monotonic time of the last write
         self._listed: set[str] = set()  # sessions the file on disk has
+        self._pending = False  # a change not written yet
 
     def update(self, session: str, entry: dict[str, Any]) -> None:
         with self._lock:
             self._entries[session] = entry
-            if time.monotonic() - self._written >= PUBLISH_S:
-                self._write()
+            self._pending = True
+            self._flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending and time.monotonic() - self._written >= PUBLISH_S:
+            self._write()
 
     def remove(self, session: str) -> None:
         with self._lock:
@@ -66,6 +75,7 @@ class Fleet:
             write_agents(self.root, list(self._entries.values()), time.time())
             self._listed = set(self._entries)
         self._written = time.monotonic()
+        self._pending = False
 
 
 _fleets: dict[Path, Fleet] = {}
@@ -158,6 +168,7 @@ class AgentTelemetry:
             since = time.monotonic() - self._written
             if (self._dirty and since >= PUBLISH_S) or since >= HEARTBEAT_S:
                 self._publish()
+        self._fleet.flush()
 
     def run_beats(self, stop: threading.Event) -> None:
         while not stop.wait(PUBLISH_S):
