@@ -263,3 +263,27 @@ def test_a_servers_agents_reach_status_json_in_the_same_shape() -> None:
         assert agent["last"] == "editing app.py" and 41 <= agent["elapsed_s"] < 120
     finally:
         server.stop()
+
+
+def test_status_text_shows_each_agent_on_one_sanitised_line() -> None:
+    import io
+
+    from rich.console import Console
+
+    from console.cli.views import print_status
+    from console.sdd.state import State
+    from console.sdd.summary import summarise
+
+    state = State()
+    state.apply_agents([AgentLive(session="s1", task_id="T1", cli="claude", model="sonnet",
+                                  started=time.time() - 42, tokens_in=12345, tokens_out=600,
+                                  tokens_cached=9000, cost_usd=0.0421,
+                                  last="says: \x1b]0;pwned\x07red \x1b[31mtext")], [])
+    summary = summarise(state)
+    buffer = io.StringIO()
+    print_status(summary, "here", Console(file=buffer, width=200, color_system=None))
+    lines = [line for line in buffer.getvalue().splitlines() if "T1" in line]
+    assert lines == [lines[0]] and "\x1b" not in lines[0] and "\x07" not in lines[0]
+    assert "agents running: 1" in buffer.getvalue()
+    assert "T1: claude sonnet, 42 s, 12.3k in (9.0k cached) / 600 out, $0.0421 est." \
+        in lines[0]

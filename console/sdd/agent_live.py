@@ -82,6 +82,27 @@ class AgentLive(msgspec.Struct, frozen=True):
                 "last": self.last, "turns": self.turns, "problem": self.problem or None}
 
 
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def agent_line(item: Mapping[str, Any]) -> str:
+    """One `status --json` agent as a line: task, CLI and model, elapsed, tokens, cost,
+    what it does (data: the caller shows it through the sanitiser)."""
+    tokens = item.get("tokens") or {}
+    if tokens.get("input") is None:
+        spent = f"{_k(tokens.get('total') or 0)} tokens"
+    else:
+        spent = f"{_k(tokens['input'])} in ({_k(tokens.get('cached') or 0)} cached) / " \
+                f"{_k(tokens.get('output') or 0)} out"
+    cost = item.get("cost_usd")
+    money = "cost ?" if cost is None else \
+        f"${cost:.4f}{' est.' if item.get('cost_estimated') else ''}"
+    who = " ".join(str(item.get(k) or "") for k in ("cli", "model")).strip() or "agent"
+    line = f"{item.get('task_id')}: {who}, {item.get('elapsed_s', 0):.0f} s, {spent}, {money}"
+    return f"{line} · {item['last']}" if item.get("last") else line
+
+
 def telemetry(agent: AgentLive) -> dict[str, Any]:
     """The `telemetry` object a heartbeat and an agents.json entry carry."""
     return {"task_id": agent.task_id, "cli": agent.cli, "model": agent.model,
