@@ -287,3 +287,21 @@ def test_status_text_shows_each_agent_on_one_sanitised_line() -> None:
     assert "agents running: 1" in buffer.getvalue()
     assert "T1: claude sonnet, 42 s, 12.3k in (9.0k cached) / 600 out, $0.0421 est." \
         in lines[0]
+
+
+def test_a_heartbeats_directory_that_is_a_link_is_one_problem_and_bernsteins_own_beats_are_fine(
+        tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    init_project(project)
+    beats = project / ".sdd" / "runtime" / "heartbeats"
+    (beats / "bernstein-agent.json").write_text(f"{time.time()}\n")  # its older wrapper's
+    assert read_agents(project) == ([], [])  # a Bernstein agent: no telemetry, no problem
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "x.json").write_text(json.dumps({"timestamp": time.time(),
+                                                  "telemetry": {"task_id": "X"}}))
+    beats.rename(tmp_path / "old-beats")
+    beats.symlink_to(elsewhere)
+    agents, problems = read_agents(project)
+    assert agents == [] and len(problems) == 1
+    assert problems[0].file == ".sdd/runtime/heartbeats" and "symbolic link" in problems[0].reason

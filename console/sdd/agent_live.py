@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 
 from console.model import Problem
-from console.sdd.confine import safe_id, sdd_path
+from console.sdd.confine import UnsafePath, safe_id, sdd_path
 from console.sdd.delta import Delta
 from console.sdd.fileio import append_jsonl, atomic_write_json
 from console.sdd.task_live import STALE_AFTER_S, read_heartbeat
@@ -153,8 +153,8 @@ def read_agents(root: Path, now: float | None = None
     and one line per heartbeat that could not be read. A heartbeat older than
     STALE_AFTER_S (an engine that died) is not a running agent."""
     now = time.time() if now is None else now
-    directory = root / ".sdd" / "runtime" / "heartbeats"
     try:
+        directory = sdd_path(root, "runtime", "heartbeats", what="heartbeats directory")
         with os.scandir(directory) as entries:
             names = []
             for entry in entries:
@@ -162,8 +162,10 @@ def read_agents(root: Path, now: float | None = None
                     names.append(entry.name[:-5])
                 if len(names) >= MAX_HEARTBEATS:
                     break
-    except OSError:
+    except FileNotFoundError:
         return [], []
+    except (UnsafePath, OSError) as exc:
+        return [], [Problem(".sdd/runtime/heartbeats", None, f"not read: {exc}")]
     agents: list[AgentLive] = []
     problems: list[Problem] = []
     for session in sorted(names):

@@ -118,6 +118,8 @@ def read_heartbeat(root: Path, session: str) -> tuple[dict[str, Any] | None, str
         value = json.loads(data)
     except (ValueError, RecursionError):
         return None, f"{where}: not valid JSON"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"timestamp": value, "status": "working"}, None  # an older wrapper's: a time
     if not isinstance(value, dict):
         return None, f"{where}: expected a JSON object"
     return value, None
