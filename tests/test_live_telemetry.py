@@ -305,3 +305,17 @@ def test_a_heartbeats_directory_that_is_a_link_is_one_problem_and_bernsteins_own
     agents, problems = read_agents(project)
     assert agents == [] and len(problems) == 1
     assert problems[0].file == ".sdd/runtime/heartbeats" and "symbolic link" in problems[0].reason
+
+
+def test_once_its_agent_exited_no_pid_is_published(tmp_path: Path) -> None:
+    init_project(tmp_path)
+    live = AgentTelemetry(tmp_path, "qa-1", "T2", "qa", "haiku", CascadeConfig(), "l", "w")
+    live.start("codex")
+    live.started_pid(os.getpid())
+    live.stage("agent", "running", 10)
+    live.exited()  # the attempt goes on (janitor, gates): the pid may be anyone's now
+    live.stage("gates", "quality gates running", 60)
+    beat = json.loads((tmp_path / ".sdd/runtime/heartbeats/qa-1.json").read_text())
+    assert beat["telemetry"]["pid"] is None and beat["phase"] == "gates"
+    live.close()
+    assert read_agents(tmp_path)[0][0].pid is None

@@ -232,6 +232,7 @@ class AttemptRunner:
             return AttemptEnd(TaskState.FAILED,
                               f"adapter {adapter} could not start: {exc.strerror or exc}",
                               trigger="adapter")
+        live.exited()
         report = read_report(adapter, log_path) if adapter in STRUCTURED else None
         # what the CLI said it used (its JSON mode), else our own BERNSTEIN_USAGE line
         tokens = (report.tokens_in, report.tokens_out) if report is not None and \

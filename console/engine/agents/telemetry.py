@@ -108,6 +108,7 @@ class AgentTelemetry:
         self._sent = (0, 0)  # tokens already in the .tokens sidecar
         self._fleet = fleet_of(root)
         self._closed = False
+        self._spawned = False  # its agent started (it is in agents.json from then on)
 
     # -- fed by the attempt ------------------------------------------------------------
 
@@ -119,6 +120,13 @@ class AgentTelemetry:
     def started_pid(self, pid: int) -> None:
         with self._lock:
             self.pid = pid
+            self._spawned = self._dirty = True
+
+    def exited(self) -> None:
+        """Its agent is gone (the attempt goes on: janitor, gates): no pid is shown for
+        it any more, so none that the system may give another process."""
+        with self._lock:
+            self.pid = None
             self._dirty = True
 
     def feed(self, chunk: bytes) -> None:
@@ -184,7 +192,7 @@ class AgentTelemetry:
         phase, message, percent = self.stage_of
         write_heartbeat(self.root, self.session, phase, message, percent,
                         telemetry=telemetry(agent))
-        if agent.pid is not None:
+        if self._spawned:
             self._fleet.update(self.session, agents_entry(
                 agent, self.role, self.log_path, self.worktree, time.time()))
         self._tokens(agent)
