@@ -319,3 +319,13 @@ def test_once_its_agent_exited_no_pid_is_published(tmp_path: Path) -> None:
     assert beat["telemetry"]["pid"] is None and beat["phase"] == "gates"
     live.close()
     assert read_agents(tmp_path)[0][0].pid is None
+
+
+def test_a_model_the_price_table_does_not_know_has_no_made_up_cost(tmp_path: Path) -> None:
+    init_project(tmp_path)
+    live = AgentTelemetry(tmp_path, "x-1", "T3", "x", "my-local-llm", CascadeConfig(),
+                          "l", "w")
+    live.start("generic")
+    live.feed(b'BERNSTEIN_USAGE {"input_tokens": 10, "output_tokens": 5}\n')
+    agent = live.snapshot()
+    assert (agent.tokens_in, agent.cost_usd, agent.cost_estimated) == (10, None, True)

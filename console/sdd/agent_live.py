@@ -133,8 +133,8 @@ def decode(session: str, raw: Mapping[str, Any], updated: float = 0.0) -> AgentL
     task_id = _str(raw.get("task_id"))
     if not task_id:
         return None
-    tokens = raw.get("tokens") if isinstance(raw.get("tokens"), dict) else {}
-    assert isinstance(tokens, dict)
+    said = raw.get("tokens")
+    tokens: Mapping[str, Any] = said if isinstance(said, dict) else {}
     pid = raw.get("pid")
     return AgentLive(
         session=session, task_id=task_id, cli=_str(raw.get("cli"), 40),

@@ -9,9 +9,10 @@ elapsed — published in Bernstein's runtime formats (sdd/agent_live.py owns the
 
 Cost: the CLI's own figure when it reports one (claude's `total_cost_usd`, at its end),
 else tokens × the cascade's price table (engine/cascade.py, its one owner), marked as
-an estimate. The pump thread only parses; the attempt's beat thread writes, at most
-once per PUBLISH_S per agent and only when something changed (a liveness heartbeat
-every HEARTBEAT_S otherwise), so an agent that says nothing costs no extra write.
+an estimate (None for a model the table does not know: no made-up $0). The pump
+thread only parses; the attempt's beat thread writes, at most once per PUBLISH_S per
+agent and only when something changed (a liveness heartbeat every HEARTBEAT_S
+otherwise), so an agent that says nothing costs no extra write.
 """
 
 from __future__ import annotations
@@ -152,8 +153,9 @@ class AgentTelemetry:
         tokens_in = (report.tokens_in if report else 0) + self._usage[0]
         tokens_out = (report.tokens_out if report else 0) + self._usage[1]
         own = report.cost_usd if report else None
-        cost = own if own is not None else round(
-            cost_usd(self.model, tokens_in, tokens_out, self.prices), 6)
+        priced = any(name.lower() in self.model.lower() for name in self.prices.prices)
+        cost = own if own is not None else round(cost_usd(
+            self.model, tokens_in, tokens_out, self.prices), 6) if priced else None
         return AgentLive(
             session=self.session, task_id=self.task_id, cli=self.cli, model=self.model,
             pid=self.pid, started=self.started, updated=time.time(), tokens_in=tokens_in,
