@@ -424,7 +424,8 @@ def test_bernstein_reads_our_live_telemetry(tmp_path: Path) -> None:
     live.feed(json.dumps({"type": "assistant", "message": {
         "id": "m1", "content": [], "usage": {"input_tokens": 900,
                                              "output_tokens": 100}}}).encode() + b"\n")
-    live.stage("agent", "attempt 1: claude on sonnet", 10)  # written: heartbeat and all
+    live.stage("agent", "attempt 1: claude on sonnet", 10)  # its heartbeat, its tokens
+    live.beat()  # agents.json, as the attempt's beat thread writes it
     out = subprocess.run([str(BPYTHON), "-c", TELEMETRY_READERS, str(tmp_path),
                           "backend-5e55"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr

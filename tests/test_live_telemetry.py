@@ -155,10 +155,14 @@ def test_the_fleet_writes_at_most_once_a_second(tmp_path: Path) -> None:
     fleet = Fleet(tmp_path)
     path = tmp_path / ".sdd/runtime/agents.json"
     fleet.update("a", {"id": "a"})
+    assert not path.exists()  # written by a beat, not by each change
+    fleet.flush()
     first = path.stat().st_mtime_ns
     for n in range(50):
         fleet.update("a", {"id": "a", "n": n})
+        fleet.flush()
     assert path.stat().st_mtime_ns == first  # throttled
+    assert json.loads(path.read_text())["agents"] == [{"id": "a"}]
     fleet.remove("a")  # an agent that ended leaves the file at once
     assert json.loads(path.read_text())["agents"] == []
 

@@ -40,8 +40,9 @@ HEARTBEAT_S = 2.0  # a heartbeat at least this often, changed or not
 
 class Fleet:
     """The running agents of one engine on one project: `runtime/agents.json`, written
-    when an agent's figures change (at most once per PUBLISH_S: a change held back is
-    written by the next beat's `flush`) and when one that was in it ends."""
+    by the agents' beats (`flush`: at most once per PUBLISH_S, when something changed)
+    and at once when an agent that is in it ends. An attempt shorter than a beat never
+    gets into it (nor costs a write)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -55,7 +56,6 @@ class Fleet:
         with self._lock:
             self._entries[session] = entry
             self._pending = True
-            self._flush()
 
     def flush(self) -> None:
         with self._lock:
