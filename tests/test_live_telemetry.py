@@ -333,3 +333,14 @@ def test_a_model_the_price_table_does_not_know_has_no_made_up_cost(tmp_path: Pat
     live.feed(b'BERNSTEIN_USAGE {"input_tokens": 10, "output_tokens": 5}\n')
     agent = live.snapshot()
     assert (agent.tokens_in, agent.cost_usd, agent.cost_estimated) == (10, None, True)
+
+
+def test_an_endless_gemini_message_is_kept_bounded() -> None:
+    reader = LiveReader("gemini")
+    delta = json.dumps({"type": "message", "role": "assistant", "content": "x" * 20_000,
+                        "delta": True}).encode() + b"\n"
+    for _ in range(2000):  # 40 MB of one message
+        reader.feed(delta)
+    reader.feed(json.dumps(GEMINI[-1]).encode() + b"\n")
+    assert len(reader.report.last) <= 200
+    assert 20_000 <= len(reader.report.final_message) <= 64 * 20_000

@@ -211,9 +211,10 @@ def _gemini(event: dict[str, Any], report: AgentReport, pieces: list[str]) -> No
             pieces.clear()
         if not pieces:
             report.turns += 1
-        if len(pieces) < 10_000:
-            pieces.append(_text(event.get("content"), 20_000))
-        report.last = _one_line(f"says: {''.join(pieces[-20:])}")
+        pieces.append(_text(event.get("content"), 20_000))
+        if len(pieces) > 64:  # a long message keeps its last 20 000 characters
+            pieces[:] = ["".join(pieces)[-20_000:]]
+        report.last = _one_line("says: " + "".join(p[-400:] for p in pieces[-8:])[-400:])
         return
     if pieces:  # an assistant message ended
         text = "".join(pieces)
