@@ -95,8 +95,7 @@ def _pump(stream, log_path: Path, cap: int, state: dict,
         if on_output is not None:
             try:
                 on_output(chunk)
-            except Exception as exc:  # telemetry is advisory: the agent's run goes on
-                state["telemetry_error"] = f"{type(exc).__name__}: {exc}"
+            except Exception:  # telemetry is advisory: the run and its log go on without it
                 on_output = None
         tail += chunk
         if len(tail) > TAIL_CHARS * 4:
