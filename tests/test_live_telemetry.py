@@ -344,3 +344,22 @@ def test_an_endless_gemini_message_is_kept_bounded() -> None:
     reader.feed(json.dumps(GEMINI[-1]).encode() + b"\n")
     assert len(reader.report.last) <= 200
     assert 20_000 <= len(reader.report.final_message) <= 64 * 20_000
+
+
+def test_a_failing_telemetry_never_stops_the_agent_or_its_log(tmp_path: Path) -> None:
+    import threading
+
+    from console.engine.agents.process import AgentCommand, run_agent
+
+    seen: list[bytes] = []
+
+    def broken(chunk: bytes) -> None:
+        seen.append(chunk)
+        raise ValueError("a bug in the telemetry")
+
+    script = "import sys\nfor i in range(2000): print('line', i, flush=True)\n"
+    result = run_agent(AgentCommand((sys.executable, "-c", script)), tmp_path, timeout_s=60,
+                       log_path=tmp_path / "agent.log", cap_bytes=1 << 20,
+                       cancel=threading.Event(), on_output=broken)
+    assert result.exit_code == 0 and len(seen) == 1  # dropped after its first failure
+    assert (tmp_path / "agent.log").read_text().splitlines()[-1] == "line 1999"
