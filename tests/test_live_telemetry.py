@@ -196,7 +196,15 @@ def _status(root: Path) -> dict:
     return json.loads(out.stdout)
 
 
-def test_status_json_shows_a_running_agents_live_telemetry(tmp_path: Path) -> None:
+def _fleet(root: Path) -> list[list[str]]:
+    try:
+        snapshot = json.loads((root / ".sdd/runtime/agents.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return sorted(a["task_ids"] for a in snapshot["agents"])
+
+
+def test_status_json_shows_the_running_agents_live_telemetry(tmp_path: Path) -> None:
     root = make_repo(tmp_path)
     gate = tmp_path / "let-it-finish"
     agent = tmp_path / "stream_agent.py"
@@ -207,16 +215,21 @@ def test_status_json_shows_a_running_agents_live_telemetry(tmp_path: Path) -> No
         "  kill_grace_s: 0.5\ncascade: {enabled: false}\nquality_gates: {enabled: false}\n")
     trusted(root)
     ticket(root, "t1", id="T1", title="Streams", description="stream some lines")
+    ticket(root, "t2", id="T2", title="Streams too", description="stream more lines")
     engine = subprocess.Popen([sys.executable, "-m", "console", "-C", str(root), "run",
-                               "--until-idle"], stdout=subprocess.PIPE,
+                               "--until-idle", "--workers", "2"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT)
     try:
-        def running() -> dict | None:
+        def running() -> list[dict] | None:
             agents = _status(root)["agents"]
-            return agents[0] if agents and agents[0]["tokens"]["input"] == 2700 else None
+            done = [a for a in agents if a["tokens"]["input"] == 2700]
+            return agents if len(done) == 2 else None
 
-        live = until("the running agent in status --json", running, timeout=120)
-        assert live["task_id"] == "T1" and live["cli"] == "script"
+        both = until("both running agents in status --json", running, timeout=120)
+        assert sorted(a["task_id"] for a in both) == ["T1", "T2"]
+        assert len({a["pid"] for a in both}) == 2
+        live = both[0]
+        assert live["cli"] == "script"
         assert live["tokens"] == {"input": 2700, "output": 60, "cached": 500, "total": 2760}
         assert live["cost_estimated"] is True and live["cost_usd"] > 0
         assert live["last"] == 'tool: Edit {"file_path": "app.py"}'
@@ -224,16 +237,15 @@ def test_status_json_shows_a_running_agents_live_telemetry(tmp_path: Path) -> No
         assert isinstance(live["pid"], int) and live["pid"] > 0
         assert live["problem"].startswith("not JSON")
         assert live["model"]  # the ladder's model it was started on
-        snapshot = json.loads((root / ".sdd/runtime/agents.json").read_text())
-        assert [a["task_ids"] for a in snapshot["agents"]] == [["T1"]]
-        assert engine.poll() is None  # all of that while the agent still runs
+        until("both in agents.json", lambda: _fleet(root) == [["T1"], ["T2"]], timeout=30)
+        assert engine.poll() is None  # all of that while the agents still run
     finally:
         gate.write_text("go\n")
         output, _ = engine.communicate(timeout=120)
     assert engine.returncode == 0, output.decode(errors="replace")[-2000:]
-    assert tasks(root)["T1"].status == "done"
+    assert tasks(root)["T1"].status == tasks(root)["T2"].status == "done"
     assert _status(root)["agents"] == []
-    assert json.loads((root / ".sdd/runtime/agents.json").read_text())["agents"] == []
+    assert _fleet(root) == []
     session = tasks(root)["T1"].metadata["session"]
     sidecar = (root / ".sdd/runtime" / f"{session}.tokens").read_text().splitlines()
     assert sum(json.loads(line)["in"] for line in sidecar) == 2700  # the result's totals
