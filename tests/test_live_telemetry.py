@@ -375,3 +375,20 @@ def test_a_failing_telemetry_never_stops_the_agent_or_its_log(tmp_path: Path) ->
                        cancel=threading.Event(), on_output=broken)
     assert result.exit_code == 0 and len(seen) == 1  # dropped after its first failure
     assert (tmp_path / "agent.log").read_text().splitlines()[-1] == "line 1999"
+
+
+def test_a_new_engine_forgets_the_agents_a_stopped_one_left(tmp_path: Path) -> None:
+    root = make_repo(tmp_path)
+    ghost = AgentLive(session="backend-dead", task_id="T0", cli="claude", model="sonnet",
+                      started=time.time() - 5, pid=999_999)
+    write_heartbeat(root, "backend-dead", "agent", "running", 10, telemetry=telemetry(ghost))
+    beats = root / ".sdd/runtime/heartbeats"
+    (beats / "bernstein-own.json").write_text(json.dumps({"timestamp": time.time()}))
+    (root / ".sdd/runtime/agents.json").write_text(json.dumps(
+        {"ts": time.time(), "agents": [{"id": "backend-dead", "task_ids": ["T0"]}]}))
+    assert [a.session for a in read_agents(root)[0]] == ["backend-dead"]
+    out = subprocess.run([sys.executable, "-m", "console", "-C", str(root), "run",
+                          "--until-idle"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert read_agents(root) == ([], []) and _fleet(root) == []
+    assert (beats / "bernstein-own.json").exists()  # not ours: left alone

@@ -20,6 +20,7 @@ sanitiser.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -33,8 +34,8 @@ import msgspec
 from console.model import Problem
 from console.sdd.confine import UnsafePath, safe_id, sdd_path
 from console.sdd.delta import Delta
-from console.sdd.fileio import append_jsonl, atomic_write_json
-from console.sdd.task_live import STALE_AFTER_S, read_heartbeat
+from console.sdd.fileio import append_jsonl, atomic_write_json, read_json_object
+from console.sdd.task_live import STALE_AFTER_S, heartbeat_file, read_heartbeat
 
 #: heartbeats looked at, at most (a directory of a million files is not read whole)
 MAX_HEARTBEATS = 512
@@ -147,7 +148,7 @@ def decode(session: str, raw: Mapping[str, Any], updated: float = 0.0) -> AgentL
         turns=_count(raw.get("turns")), problem=_str(raw.get("problem"), MAX_LAST))
 
 
-def read_agents(root: Path, now: float | None = None
+def read_agents(root: Path, now: float | None = None, stale_after_s: float = STALE_AFTER_S
                 ) -> tuple[list[AgentLive], list[Problem]]:
     """The agents running in a local project, from their heartbeats (oldest start first),
     and one line per heartbeat that could not be read. A heartbeat older than
@@ -176,7 +177,7 @@ def read_agents(root: Path, now: float | None = None
         if not beat or not isinstance(beat.get("telemetry"), dict):
             continue
         updated = _number(beat.get("timestamp")) or 0.0
-        if now - updated > STALE_AFTER_S:
+        if now - updated > stale_after_s:
             continue
         agent = decode(session, beat["telemetry"], updated)
         if agent is not None:
@@ -219,6 +220,21 @@ def agents_entry(agent: AgentLive, role: str, log_path: str, worktree: str,
 
 def write_agents(root: Path, entries: list[dict[str, Any]], now: float) -> None:
     atomic_write_json(agents_file(root), {"ts": now, "agents": entries})
+
+
+def forget_agents(root: Path) -> int:
+    """At an engine's start (it holds the project's lock: no attempt of ours runs): the
+    heartbeats with telemetry a stopped engine left, and its agents.json entries, go
+    (a Bernstein agent's heartbeat stays). Returns how many agents were forgotten."""
+    agents, _problems = read_agents(root, stale_after_s=math.inf)
+    for agent in agents:
+        with contextlib.suppress(OSError, ValueError):  # (UnsafeId, UnsafePath)
+            heartbeat_file(root, agent.session).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError):
+        snapshot, problem = read_json_object(agents_file(root), "runtime/agents.json")
+        if problem is not None or (snapshot is not None and snapshot.get("agents")):
+            write_agents(root, [], time.time())
+    return len(agents)
 
 
 def append_tokens(root: Path, session: str, tokens_in: int, tokens_out: int,
