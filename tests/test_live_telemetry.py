@@ -392,3 +392,21 @@ def test_a_new_engine_forgets_the_agents_a_stopped_one_left(tmp_path: Path) -> N
     assert out.returncode == 0, out.stdout + out.stderr
     assert read_agents(root) == ([], []) and _fleet(root) == []
     assert (beats / "bernstein-own.json").exists()  # not ours: left alone
+
+
+def test_a_bad_heartbeat_is_said_once_not_on_every_read(tmp_path: Path) -> None:
+    from console.sdd.kinds import Section
+    from console.sdd.source import LocalSource
+
+    init_project(tmp_path)
+    beats = tmp_path / ".sdd/runtime/heartbeats"
+    (beats / "broken.json").write_text("{")
+    source = LocalSource(tmp_path)
+    source.load()
+    assert [p.reason for p in source.state.problems if "broken" in p.file] == ["not valid JSON"]
+    again = source.refresh([beats / "broken.json"])
+    assert Section.PROBLEMS not in again.sections  # unchanged: no news
+    (beats / "broken.json").unlink()
+    gone = source.refresh([beats / "broken.json"])
+    assert Section.PROBLEMS in gone.sections
+    assert not [p for p in source.state.problems if "broken" in p.file]

@@ -93,7 +93,7 @@ class State(ChainState):
         self.per_task: dict[Kind, dict[str, list[Any]]] = {}
         #: the agents running now, with what they do and spend (sdd/agent_live.py)
         self.agents: tuple[AgentLive, ...] = ()
-        self._agent_problems: set[str] = set()  # the heartbeat files with a problem
+        self._agent_problems: list[Problem] = []  # the heartbeats' problems, as last read
 
     # -- JSONL kinds -----------------------------------------------------------
 
@@ -305,13 +305,12 @@ class State(ChainState):
         if tuple(agents) != self.agents:
             self.agents = tuple(agents)
             delta.sections.add(Section.AGENTS)
-        files = {p.file for p in problems}
-        if files or self._agent_problems:
-            for display in self._agent_problems:
+        if problems != self._agent_problems:  # (the same bad file is not news each read)
+            for display in {p.file for p in self._agent_problems}:
                 self._clear_problems(display)
             for problem in problems:
                 self._problem(problem)
-            self._agent_problems = files
+            self._agent_problems = list(problems)
             delta.sections.add(Section.PROBLEMS)
         return delta
 
