@@ -410,3 +410,25 @@ def test_a_bad_heartbeat_is_said_once_not_on_every_read(tmp_path: Path) -> None:
     gone = source.refresh([beats / "broken.json"])
     assert Section.PROBLEMS in gone.sections
     assert not [p for p in source.state.problems if "broken" in p.file]
+
+
+def test_a_cluster_worker_reports_its_agents_telemetry_now_and_then(tmp_path: Path) -> None:
+    from console.engine.cluster_report import LiveProgress
+
+    init_project(tmp_path)
+    live = AgentTelemetry(tmp_path, "backend-7", "T7", "backend", "sonnet", CascadeConfig(),
+                          "l", "w")
+    live.start("claude")
+    live.started_pid(os.getpid())
+    live.stage("agent", "attempt 1: claude on sonnet", 10)
+    now = LiveProgress(tmp_path, "w1", every_s=0.0)
+    assert now.line("T7", "backend-7", 1) is None  # nothing spent yet: nothing to say
+    live.feed(json.dumps(CLAUDE_LIVE[4]).encode() + b"\n")
+    live.stage("agent", "attempt 1: claude on sonnet", 10)
+    assert now.line("T7", "backend-7", 1) == (
+        'attempt 1 on sonnet: 10.2k in (10.2k cached) / 90 out, $0.0320 est. · tool: Edit '
+        '{"file_path": "app.py", "old_string": "hi", "new_string": "yo"} (worker w1)', 10)
+    later = LiveProgress(tmp_path, "w1")  # the worker's: not before LIVE_EVERY_S
+    assert later.line("T7", "backend-7", 1) is None
+    assert now.line("T8", "no-such-session", 1) is None
+    live.close()

@@ -90,6 +90,13 @@ def _k(n: int) -> str:
 def agent_line(item: Mapping[str, Any]) -> str:
     """One `status --json` agent as a line: task, CLI and model, elapsed, tokens, cost,
     what it does (data: the caller shows it through the sanitiser)."""
+    who = " ".join(str(item.get(k) or "") for k in ("cli", "model")).strip() or "agent"
+    line = f"{item.get('task_id')}: {who}, {item.get('elapsed_s', 0):.0f} s, {spending(item)}"
+    return f"{line} · {item['last']}" if item.get("last") else line
+
+
+def spending(item: Mapping[str, Any]) -> str:
+    """`12.3k in (9.0k cached) / 600 out, $0.0421 est.` of a `status --json` agent."""
     tokens = item.get("tokens") or {}
     if tokens.get("input") is None:
         spent = f"{_k(tokens.get('total') or 0)} tokens"
@@ -99,9 +106,7 @@ def agent_line(item: Mapping[str, Any]) -> str:
     cost = item.get("cost_usd")
     money = "cost ?" if cost is None else \
         f"${cost:.4f}{' est.' if item.get('cost_estimated') else ''}"
-    who = " ".join(str(item.get(k) or "") for k in ("cli", "model")).strip() or "agent"
-    line = f"{item.get('task_id')}: {who}, {item.get('elapsed_s', 0):.0f} s, {spent}, {money}"
-    return f"{line} · {item['last']}" if item.get("last") else line
+    return f"{spent}, {money}"
 
 
 def telemetry(agent: AgentLive) -> dict[str, Any]:
