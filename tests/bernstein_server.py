@@ -82,6 +82,9 @@ class FakeBernstein:
         self.decided: dict[str, str] = {}
         self.draining = False
         self.logs: dict[str, str] = {}  # agent session -> its log (GET /dashboard/tasks/{id})
+        #: `/status` agents.items (3.23: id, role, status, model, provider, task_ids,
+        #: runtime_s, tokens_used, context_utilization_pct, cost_usd)
+        self.agents: list[dict[str, Any]] = []
         self.muted = False  # mutations publish no event (a slow reader's lost events)
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # method, path+query, headers
         self.injected: dict[tuple[str, str], list[tuple[int, Any, dict[str, str]]]] = {}
@@ -251,7 +254,9 @@ class _Handler(BaseHTTPRequestHandler):
             counts = fake.counts()
             return self._reply(200, {"total": counts["total"], "open": counts["open"],
                                      "claimed": counts["claimed"], "done": counts["done"],
-                                     "failed": counts["failed"], "per_role": []})
+                                     "failed": counts["failed"], "per_role": [],
+                                     "agents": {"count": len(fake.agents),
+                                                "items": list(fake.agents)}})
         if method == "GET" and path == "/tasks":
             with fake.lock:
                 tasks = [dict(t) for t in fake.tasks.values()]

@@ -386,3 +386,53 @@ def test_bernstein_serves_our_tasks_archive_and_quality_and_unblocks(copy: Proje
         assert {t["id"]: t["status"] for t in _ok(url, "/tasks")}[made["id"]] == "cancelled"
         assert len(served_archive) == len(_lines(root, "archive/tasks.jsonl"))
 
+
+
+#: Bernstein's own readers of what the live telemetry writes (#33): the heartbeat
+#: (AgentSignalManager), the token sidecar (TokenGrowthMonitor, which sums the lines) and
+#: agents.json (the snapshot /dashboard/data hydrates its agents from when its own
+#: orchestrator has none)
+TELEMETRY_READERS = """
+import json, sys
+from pathlib import Path
+from bernstein.core.agents.agent_signals import AgentSignalManager
+from bernstein.core.routes import status_dashboard as dashboard
+from bernstein.core.tokens.token_monitor import TokenGrowthMonitor
+root, session = Path(sys.argv[1]), sys.argv[2]
+beat = AgentSignalManager(root).read_heartbeat(session)
+agents = {}
+dashboard._populate_agents_from_snapshots(agents, dashboard._read_agents_snapshot(root / ".sdd"))
+agent = agents[session]
+print(json.dumps({"phase": beat.phase, "pct": beat.progress_pct, "message": beat.message,
+                  "tokens": TokenGrowthMonitor().read_tokens(session, root),
+                  "task_ids": agent.task_ids, "used": agent.tokens_used,
+                  "provider": agent.provider, "pid": agent.pid, "status": str(agent.status)}))
+"""
+
+
+@needs_bernstein
+def test_bernstein_reads_our_live_telemetry(tmp_path: Path) -> None:
+    from console.engine.agents.telemetry import AgentTelemetry
+    from console.engine.cascade import CascadeConfig
+    from console.sdd.skeleton import init_project
+
+    init_project(tmp_path)
+    live = AgentTelemetry(tmp_path, "backend-5e55", "T1", "backend", "sonnet",
+                          CascadeConfig(), ".sdd/runtime/backend-5e55.log", "wt")
+    live.start("claude")
+    live.started_pid(os.getpid())
+    live.feed(json.dumps({"type": "assistant", "message": {
+        "id": "m1", "content": [], "usage": {"input_tokens": 900,
+                                             "output_tokens": 100}}}).encode() + b"\n")
+    live.stage("agent", "attempt 1: claude on sonnet", 10)  # its heartbeat, its tokens
+    live.beat()  # agents.json, as the attempt's beat thread writes it
+    out = subprocess.run([str(BPYTHON), "-c", TELEMETRY_READERS, str(tmp_path),
+                          "backend-5e55"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    read = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (read["phase"], read["pct"]) == ("agent", 10)
+    assert read["message"] == "attempt 1: claude on sonnet"
+    assert read["tokens"] == 1000 and read["used"] == 1000
+    assert read["task_ids"] == ["T1"] and read["provider"] == "claude"
+    assert read["pid"] == os.getpid() and read["status"] == "working"
+    live.close()

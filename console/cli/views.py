@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from console.model import EngineEvent, GateReport, Task, TaskState, gate_label, state_label
+from console.sdd.agent_live import agent_line
 from console.sdd.sanitize import CELL_LIMIT, data_text, display_text
 
 if TYPE_CHECKING:
@@ -73,6 +74,11 @@ def print_status(summary: dict[str, Any], where: str, console: Console | None = 
         out.print(display_text(f"mission {mission['id']}: {mission['state']}, "
                                f"{mission['done']}/{mission['total']} done · gates: {gates}"),
                   markup=False, highlight=False)
+
+    agents = summary.get("agents") or []
+    out.print(f"agents running: {len(agents)}")
+    for item in agents:
+        out.print(display_text(f"  {agent_line(item)}"), markup=False, highlight=False)
 
     problems = summary["problems"]
     if not problems:

@@ -2,9 +2,8 @@
 AutoFixer) → review → low-confidence check → merge. What it ends in goes to the
 ChainKeeper, which decides done, retry, escalate or give up.
 
-Runs in a worker thread. Every state change goes through the store; whatever
-happens, the worktree is removed and the agent's process group is dead before
-it returns.
+Runs in a worker thread. Every state change goes through the store; whatever happens,
+the worktree is removed and the agent's process group is dead before it returns.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from console.engine.agents.adapters import (
 )
 from console.engine.agents.clis import not_logged_in
 from console.engine.agents.process import run_agent, scrubbed_env
+from console.engine.agents.telemetry import AgentTelemetry
 from console.engine.cascade import (
     FAILURE_FLAG,
     GATES,
@@ -62,9 +62,7 @@ from console.sdd.gate_config import FIX
 from console.sdd.gate_records import write_gate_run
 from console.sdd.paths import Kind, SddPaths
 from console.sdd.project_config import DEFAULT_ENV_ALLOW, ProjectConfig
-from console.sdd.task_live import append_progress, write_heartbeat
-
-HEARTBEAT_S = 2.0
+from console.sdd.task_live import append_progress
 
 
 @dataclass(slots=True)
@@ -94,7 +92,7 @@ class AttemptRunner:
         self.events = events
         self.engine_session = engine_session
         self.roles = RoleBook(paths.root, config.roles_dir)  # as trusted, at the start
-        self._phases: dict[str, tuple[str, str, int]] = {}  # session -> its stage
+        self._live: dict[str, AgentTelemetry] = {}  # session -> its stage and telemetry
         self._reports: dict[str, AgentReport] = {}  # session -> what its CLI reported
 
     # -- bookkeeping files -----------------------------------------------------
@@ -106,15 +104,15 @@ class AttemptRunner:
         atomic_write_json(self._pid_file(session), {
             "pid": pid, "pgid": pid, "start_ticks": proc_start_ticks(pid), "task_id": task_id,
             "engine_pid": os.getpid(), "session": session})
+        self._live[session].started_pid(pid)
 
     def _stage(self, task_id: str, session: str, phase: str, message: str,
                percent: int) -> None:
         """Where the attempt is: a progress entry (Bernstein's `progress/<task>.jsonl`)
         and the phase the heartbeat reports from now on."""
-        self._phases[session] = (phase, message, percent)
         # advisory: a full disk or a hostile link shows in the store's own writes
         with contextlib.suppress(OSError, ValueError):
-            write_heartbeat(self.paths.root, session, phase, message, percent)
+            self._live[session].stage(phase, message, percent)
             append_progress(self.paths.root, task_id, message, percent)
 
     def _clear_session_files(self, session: str) -> None:
@@ -156,9 +154,12 @@ class AttemptRunner:
             fix_base = str(task.metadata.get("fix_base") or "") \
                 if task.metadata.get("next_kind") == "fix" else ""
             self.repo.add_worktree(worktree, branch, start=fix_base or None)
+            live = self._live[session] = AgentTelemetry(
+                self.paths.root, session, task.id, task.role, step.model, self.cascade_config,
+                self.paths.display(log_path), self.paths.display(worktree))
             self._stage(task.id, session, "agent",
                         f"attempt {attempt}: {adapter} on {step.model}", 10)
-            threading.Thread(target=self._beat, args=(session, beat), daemon=True,
+            threading.Thread(target=live.run_beats, args=(beat,), daemon=True,
                              name=f"heartbeat-{session}").start()
             end = self._work(task, running, attempt, step, role, worktree, log_path, branch)
             report = self._reports.pop(session, None)
@@ -182,17 +183,13 @@ class AttemptRunner:
                                   f"{type(exc).__name__}: {exc}", task_id=task.id)
             keep_branch = end.state is TaskState.FAILED  # for the operator to inspect
             self.repo.remove_worktree(worktree, None if keep_branch else branch)
+            live_end = self._live.pop(session, None)  # closed before its heartbeat goes:
+            reached = live_end.close() if live_end is not None else 0  # no beat after it
             self._clear_session_files(session)
-            reached = self._phases.pop(session, ("", "", 0))[2]
             with contextlib.suppress(OSError, ValueError):
                 append_progress(self.paths.root, task.id,
                                 f"attempt {attempt} {end.state.value}: {end.message}"[:500],
                                 100 if end.state is TaskState.DONE else reached)
-
-    def _beat(self, session: str, stop: threading.Event) -> None:
-        while not stop.wait(HEARTBEAT_S):
-            phase, message, percent = self._phases.get(session, ("agent", "running", 10))
-            write_heartbeat(self.paths.root, session, phase, message, percent)
 
     @staticmethod
     def _stopped(running: Running) -> AttemptEnd:
@@ -217,6 +214,8 @@ class AttemptRunner:
             adapter = choose_adapter(task, self.config.agents, env)
             check_model(adapter, model)
             command = build_command(adapter, ctx, self.config.agents)
+            live = self._live[running.session]
+            live.start(adapter)
             if adapter != task.metadata.get("adapter"):  # `auto` resolved: the metrics'
                 self.store.update(task.id, metadata={"adapter": adapter})  # provider
         except AdapterError as exc:
@@ -228,11 +227,12 @@ class AttemptRunner:
                                cap_bytes=self.config.agents.log_cap_bytes, cancel=running.cancel,
                                kill_grace_s=self.config.agents.kill_grace_s,
                                on_start=lambda pid: self._record_pid(running.session, task.id,
-                                                                     pid))
+                                                                     pid), on_output=live.feed)
         except OSError as exc:
             return AttemptEnd(TaskState.FAILED,
                               f"adapter {adapter} could not start: {exc.strerror or exc}",
                               trigger="adapter")
+        live.exited()
         report = read_report(adapter, log_path) if adapter in STRUCTURED else None
         # what the CLI said it used (its JSON mode), else our own BERNSTEIN_USAGE line
         tokens = (report.tokens_in, report.tokens_out) if report is not None and \

@@ -8,9 +8,11 @@ single report drops only that one)."""
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -19,9 +21,11 @@ import msgspec
 from console.engine.errors import EngineError
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
+from console.sdd.agent_live import decode, spending
 from console.sdd.fields import RecordError
 from console.sdd.metric_codec import decode_gate_report
 from console.sdd.paths import SddPaths
+from console.sdd.task_live import read_heartbeat
 
 MAX_REPORT_BYTES = 1_000_000  # a gate report read back for the summary
 
@@ -102,6 +106,42 @@ def progress_of(task: Task, name: str) -> tuple[str, int] | None:
     if task.state is TaskState.OPEN and attempt and task.result_summary:
         return f"{task.result_summary} {worker_mark(name)}", min(80, 10 + 20 * attempt)
     return None
+
+
+#: a held task's live telemetry goes to the server at most this often (each line stays in
+#: the task's progress_log)
+LIVE_EVERY_S = 15.0
+
+
+class LiveProgress:
+    """What a held task's agent is doing and spending, as a progress line for the server
+    (`POST /tasks/{id}/progress`: `attempt 1 on sonnet: 12.3k in (9.0k cached) / 600
+    out, $0.0421 est. · tool: Edit … (worker w1)`), from its heartbeat's telemetry
+    (engine/agents/telemetry.py): first LIVE_EVERY_S after the agent is seen, then at
+    most that often, and only once it has spent something."""
+
+    def __init__(self, root: Path, name: str, every_s: float = LIVE_EVERY_S) -> None:
+        self.root, self.name, self.every_s = root, name, every_s
+        self._due: dict[str, float] = {}  # task id → monotonic time of its next line
+
+    def line(self, task_id: str, session: str, attempt: int) -> tuple[str, int] | None:
+        now = time.monotonic()
+        if len(self._due) > 4096:  # a long-lived worker: the tasks of an hour ago are gone
+            self._due = {k: due for k, due in self._due.items() if due > now - 3600}
+        if now < self._due.setdefault(task_id, now + self.every_s):
+            return None
+        beat, _problem = read_heartbeat(self.root, session)
+        raw = beat.get("telemetry") if beat else None
+        agent = decode(session, raw) if isinstance(raw, dict) else None
+        if agent is None or not (agent.tokens_in or agent.tokens_out or agent.last):
+            return None
+        self._due[task_id] = now + self.every_s
+        item = agent.as_json()
+        text = f"attempt {attempt} on {agent.model or '?'}: {spending(item)}" + (
+            f" · {agent.last}" if agent.last else "")
+        pct = beat.get("progress_pct") if beat else None
+        return f"{text} {worker_mark(self.name)}", \
+            pct if isinstance(pct, int) and 0 <= pct <= 100 else 10
 
 
 def gate_verdicts(paths: SddPaths, task_id: str) -> str:

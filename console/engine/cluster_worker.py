@@ -32,6 +32,7 @@ from typing import Any
 
 from console.engine.cluster_report import (
     Coordinator,
+    LiveProgress,
     ReportQueue,
     ServerAway,
     mirror_claim,
@@ -113,6 +114,7 @@ class ClusterWorker:
                                     echo=engine_echo)
         self.workers = self.engine.workers  # --workers, else bernstein.yaml's, else 2
         self.reports = ReportQueue()
+        self.live = LiveProgress(root, name)  # its agents' telemetry, now and then
         self._last_beat = 0.0
         self._last_busy = 0
         self._joined = False
@@ -225,7 +227,17 @@ class ClusterWorker:
             held = self.held.get(running.task_id)
             if held is not None:
                 self.server.agent_heartbeat(running.session, held.role)
+                self._live(held, running.session)
         self._last_beat = now
+
+    def _live(self, held: Held, session: str) -> None:
+        """Its agent's tokens, cost and action, now and then, as a progress line."""
+        task = self.engine.store.tasks.get(held.task_id)
+        attempt = int(task.metadata.get("attempt") or 0) if task is not None else 0
+        line = self.live.line(held.task_id, session, attempt)
+        if line is not None and line[0] != held.said:
+            held.said = line[0]
+            self.reports.progress(held.task_id, *line)
 
     def _owner(self) -> str:
         return self.server.node_id or self.engine.session

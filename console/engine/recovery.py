@@ -14,6 +14,7 @@ from console.engine.gitops import GitRepo
 from console.engine.orphans import reap_orphans
 from console.engine.store import TaskStore
 from console.model import Task, TaskState
+from console.sdd.agent_live import forget_agents
 from console.sdd.confine import UnsafePath, real_dir, sdd_path
 from console.sdd.paths import SddPaths
 
@@ -45,6 +46,7 @@ def recover(paths: SddPaths, store: TaskStore, repo: GitRepo, events: EventLog,
             reopen: Callable[[Task, str], None]) -> None:
     """Undo what a stopped engine left half-done; `reopen` is the engine's own."""
     reap_orphans(paths, events)
+    forget_agents(paths.root)  # its agents' telemetry: none of them runs any more
     for note in repo.recover():
         events.warning(note)
     for task in store.snapshot():

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from console.remote.agents import sync_agents
 from console.remote.client import ServerClient, ServerError
 from console.remote.health import ServerHealth, decode_nodes
 from console.remote.sse import BACKOFF_FIRST_S, EventStream, SseEvent
@@ -151,7 +152,7 @@ class RemoteSource:
             with self.lock:
                 delta = self.state.apply_server_tasks(self.client.where("/tasks"), records,
                                                       complete=True)
-            for part in (self._sync_archive, self._sync_approvals):
+            for part in (self._sync_archive, self._sync_approvals, self._sync_agents):
                 delta.merge(part())
             delta.merge(self._sync_gates(delta))
             self.resyncs += 1
@@ -186,6 +187,9 @@ class RemoteSource:
                 return delta.merge(self.state.apply_server_approvals(
                     self.client.where("/approvals"), items))
         return self._optional("/approvals", read)
+
+    def _sync_agents(self) -> Delta:  # the running agents (remote/agents.py)
+        return self._optional("/status", lambda: sync_agents(self.client, self.state, self.lock))
 
     def _sync_gates(self, changed: Delta) -> Delta:
         """Gate reports of finished tasks that changed (all of them on the first sync)."""

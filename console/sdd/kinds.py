@@ -52,6 +52,7 @@ class Section(StrEnum):
     ENGINE = "engine"
     ENGINE_STATUS = "engine_status"
     APPROVALS = "approvals"
+    AGENTS = "agents"  # the running agents' live telemetry (sdd/agent_live.py)
     PROBLEMS = "problems"
 
 

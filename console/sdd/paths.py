@@ -63,6 +63,10 @@ class SddPaths(msgspec.Struct, frozen=True):
         return self.sdd / "runtime" / "gates"
 
     @property
+    def heartbeats_dir(self) -> Path:
+        return self.sdd / "runtime" / "heartbeats"
+
+    @property
     def backlog_open(self) -> Path:
         return self.sdd / "backlog" / "open"
 
@@ -121,6 +125,8 @@ class SddPaths(msgspec.Struct, frozen=True):
                 out.status = True
             elif kind is not None:
                 out.kinds.add(kind)
+            elif path == self.heartbeats_dir or self.heartbeats_dir in path.parents:
+                out.agents = True
             elif path == self.gates_dir or self.gates_dir in path.parents:
                 out.dirs.add(Kind.GATE_REPORT)
             elif path == self.backlog_open or self.backlog_open in path.parents:
@@ -128,10 +134,11 @@ class SddPaths(msgspec.Struct, frozen=True):
             elif path == self.sdd or path in self.gates_dir.parents:
                 out.dirs.update({Kind.GATE_REPORT, Kind.TICKET})
                 out.kinds.update(JSONL_KINDS)
-                out.status = True
+                out.status = out.agents = True
             elif self.sdd in path.parents and not path.suffix:
                 out.kinds.update(k for k in JSONL_KINDS if self.of(k).is_relative_to(path))
                 out.status = out.status or self.of(Kind.ENGINE_STATUS).is_relative_to(path)
+                out.agents = out.agents or self.heartbeats_dir.is_relative_to(path)
                 if self.backlog_open.is_relative_to(path):
                     out.dirs.add(Kind.TICKET)
         return out
@@ -144,3 +151,4 @@ class Changes(msgspec.Struct):
     kinds: set[Kind] = msgspec.field(default_factory=set)  # JSONL kinds
     dirs: set[Kind] = msgspec.field(default_factory=set)  # directories to list again
     status: bool = False  # engine_status.json
+    agents: bool = False  # runtime/heartbeats/ (the running agents: sdd/agent_live.py)

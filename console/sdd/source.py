@@ -1,10 +1,9 @@
 """`LocalSource`: a project's `.sdd/` read into a `State`, and kept current.
 
-`load()` reads everything once (tasks first, so a console can paint them while
-the metrics stream in behind). `refresh(paths)` re-reads only what changed:
-JSONL files from their offsets, whole-file kinds (gate reports, tickets) again.
-`start()` runs the watcher thread that calls `refresh` on file events and hands
-each non-empty `Delta` to the callback. All mutation happens under `lock`.
+`load()` reads everything once (tasks first, painted while the metrics stream in);
+`refresh(paths)` re-reads what changed (JSONL from its offsets, whole files again);
+`start()` runs the watcher thread: `refresh` on file events, each non-empty `Delta` to
+the callback. All mutation happens under `lock`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from console.model import Ticket
-from console.sdd import frame_reads
+from console.sdd import agent_live, frame_reads
 from console.sdd.fileio import Signature, file_signature, read_json_object, read_regular_file
 from console.sdd.kinds import KINDS, Section
 from console.sdd.paths import JSONL_KINDS, Kind, SddPaths
@@ -252,6 +251,7 @@ class LocalSource:
         if more:
             self._read_all(Kind.TASKS, step)
         step(self._guarded(self.paths.of(Kind.ENGINE_STATUS), self._read_engine_status))
+        step(agent_live.load(self.paths.root, self.state.apply_agents, self.lock))
         step(self._sync_dir(Kind.TICKET))
         for kind in JSONL_KINDS:
             if kind is not Kind.TASKS:
@@ -356,6 +356,8 @@ class LocalSource:
         if changes.status:
             delta.merge(self._read_if_changed(self.paths.of(Kind.ENGINE_STATUS),
                                               self._read_engine_status))
+        if changes.agents:
+            delta.merge(agent_live.load(self.paths.root, self.state.apply_agents, self.lock))
         return delta
 
     def poll(self) -> Delta:

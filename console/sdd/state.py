@@ -34,6 +34,7 @@ from console.model import (
     Ticket,
 )
 from console.sdd import gate_frame, gate_lines, metric_codec, server_state
+from console.sdd.agent_live import AgentLive
 from console.sdd.chain_state import ChainState
 from console.sdd.delta import Delta
 from console.sdd.fields import RecordError
@@ -90,6 +91,9 @@ class State(ChainState):
         self._dir_files: dict[Kind, set[str]] = {Kind.GATE_REPORT: set(), Kind.TICKET: set()}
         #: records of kinds kept per task by `kinds.per_task_list` (kind → task id → records)
         self.per_task: dict[Kind, dict[str, list[Any]]] = {}
+        #: the agents running now, with what they do and spend (sdd/agent_live.py)
+        self.agents: tuple[AgentLive, ...] = ()
+        self._agent_problems: list[Problem] = []  # the heartbeats' problems, as last read
 
     # -- JSONL kinds -----------------------------------------------------------
 
@@ -291,6 +295,22 @@ class State(ChainState):
         if self.engine_status != before:
             delta.sections.add(Section.ENGINE_STATUS)
         if had_problem or problem is not None:
+            delta.sections.add(Section.PROBLEMS)
+        return delta
+
+    def apply_agents(self, agents: list[AgentLive], problems: list[Problem]) -> Delta:
+        """The running agents, read again (a local project's heartbeats, a server's
+        agents): all of them, each bad heartbeat one problem."""
+        delta = Delta()
+        if tuple(agents) != self.agents:
+            self.agents = tuple(agents)
+            delta.sections.add(Section.AGENTS)
+        if problems != self._agent_problems:  # (the same bad file is not news each read)
+            for display in {p.file for p in self._agent_problems}:
+                self._clear_problems(display)
+            for problem in problems:
+                self._problem(problem)
+            self._agent_problems = list(problems)
             delta.sections.add(Section.PROBLEMS)
         return delta
 

@@ -51,6 +51,7 @@ def summarise(state: State) -> dict[str, Any]:
             "errors": state.engine_event_levels["error"],
             "last": state.engine_events[-1].message if state.engine_events else None,
         },
+        "agents": [agent.as_json() for agent in state.agents],
         "problems": [
             {"file": p.file, "line": p.line, "reason": p.reason} for p in state.problems
         ],

@@ -15,6 +15,7 @@ A `--server` project gets the same `TaskLive` from `GET /dashboard/tasks/{id}`.
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from pathlib import Path
@@ -62,12 +63,18 @@ def append_progress(root: Path, task_id: str, message: str, percent: int) -> Non
 
 
 def write_heartbeat(root: Path, session: str, phase: str, message: str,
-                    progress_pct: int | None = None) -> None:
-    """An agent session's heartbeat (`AgentHeartbeat` in Bernstein's tasks/models.py)."""
-    atomic_write_json(heartbeat_file(root, session), {
+                    progress_pct: int | None = None,
+                    telemetry: dict[str, Any] | None = None) -> None:
+    """An agent session's heartbeat (`AgentHeartbeat` in Bernstein's tasks/models.py,
+    whose reader takes `int(progress_pct)`), with what its agent is doing and spending
+    (`telemetry`: sdd/agent_live.py) while it runs."""
+    beat: dict[str, Any] = {
         "timestamp": time.time(), "files_changed": 0, "status": "working",
-        "current_file": None, "phase": phase, "progress_pct": progress_pct,
-        "message": message})
+        "current_file": "", "phase": phase, "progress_pct": int(progress_pct or 0),
+        "message": message}
+    if telemetry is not None:
+        beat["telemetry"] = telemetry
+    atomic_write_json(heartbeat_file(root, session), beat)
 
 
 def _entries(data: bytes, partial_first: bool) -> list[dict[str, Any]]:
@@ -111,12 +118,18 @@ def read_heartbeat(root: Path, session: str) -> tuple[dict[str, Any] | None, str
         value = json.loads(data)
     except (ValueError, RecursionError):
         return None, f"{where}: not valid JSON"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"timestamp": value, "status": "working"}, None  # an older wrapper's: a time
     if not isinstance(value, dict):
         return None, f"{where}: expected a JSON object"
     return value, None
 
 
 def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return "is a symbolic link, not read"
+    if isinstance(exc, OSError) and exc.errno == errno.EINVAL:
+        return "is not a regular file, not read"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc)

@@ -63,10 +63,13 @@ def kill_group(pgid: int, grace_s: float, still_running: Callable[[], bool]) -> 
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
+def _pump(stream, log_path: Path, cap: int, state: dict,
+          on_output: Callable[[bytes], None] | None = None) -> None:
     """Copy the agent's output to its log (up to `cap` bytes) and keep its tail. A log
     that cannot be written (a full disk) stops the copy, never the reading: the agent
-    must not block on a full pipe, and the tail still feeds the checks."""
+    must not block on a full pipe, and the tail still feeds the checks. Every chunk
+    also goes to `on_output` (the live telemetry), all of it, capped log or not; if
+    that fails it is dropped, never the copy."""
     tail = bytearray()
     written = 0
     log: BinaryIO | None = None
@@ -89,6 +92,11 @@ def _pump(stream, log_path: Path, cap: int, state: dict) -> None:
             except OSError:
                 _closed(log)
                 log = None
+        if on_output is not None:
+            try:
+                on_output(chunk)
+            except Exception:  # telemetry is advisory: the run and its log go on without it
+                on_output = None
         tail += chunk
         if len(tail) > TAIL_CHARS * 4:
             del tail[: len(tail) - TAIL_CHARS * 4]
@@ -105,7 +113,8 @@ def _closed(log: BinaryIO) -> None:
 
 def run_agent(command: AgentCommand, cwd: Path, *, timeout_s: float, log_path: Path,
               cap_bytes: int, cancel: threading.Event, kill_grace_s: float = 3.0,
-              on_start: Callable[[int], None] | None = None) -> AgentResult:
+              on_start: Callable[[int], None] | None = None,
+              on_output: Callable[[bytes], None] | None = None) -> AgentResult:
     """Run to completion, timeout or cancel. Raises OSError if it cannot start at all."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -117,7 +126,7 @@ def run_agent(command: AgentCommand, cwd: Path, *, timeout_s: float, log_path: P
     if on_start is not None:
         on_start(proc.pid)
     state: dict = {"tail": "", "bytes": 0, "truncated": False}
-    pump = threading.Thread(target=_pump, args=(proc.stdout, log_path, cap_bytes, state),
+    pump = threading.Thread(target=_pump, args=(proc.stdout, log_path, cap_bytes, state, on_output),
                             name=f"agent-log-{proc.pid}", daemon=True)
     pump.start()
 
