@@ -30,6 +30,8 @@ import yaml
 from console.sdd.skeleton import init_project
 from tests.conftest import trusted
 from tests.engine_kit import make_repo, until
+from tests.test_web_browser import _children as _descendants
+from tests.test_web_browser import _free_port
 
 WAIT_S = 60.0
 #: the terminal size a tab asks for (not textual-serve's default 80x24: seen to arrive)
@@ -49,37 +51,6 @@ def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     home = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("XDG_STATE_HOME", str(home))
     return home
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _descendants(pid: int) -> dict[int, str]:
-    """Live descendants of `pid` with their command lines (a /proc walk)."""
-    parents: dict[int, int] = {}
-    lines: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z":
-            parents[int(entry)], lines[int(entry)] = int(fields[1]), cmd
-    found: dict[int, str] = {}
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child, ppid in parents.items():
-            if ppid == parent and child not in found:
-                found[child] = lines[child]
-                frontier.append(child)
-    return found
 
 
 @dataclass
