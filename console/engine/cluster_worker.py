@@ -10,12 +10,10 @@ summary that carries the gate verdicts, or `fail` with the reason. A claimed tas
 signals that would run a command or fetch a URL here are dropped, in one line, unless
 the trusted local bernstein.yaml allows them (cluster_signals).
 
-Fail safe: a server that stops answering pauses claiming (reports wait, with backoff,
-and are sent once it is back); a stop releases what was claimed but not started and,
-by `on_stop`, lets running attempts finish or kills and releases them; a restart after
-a kill releases what the last run held (the node leaves and joins again: the server
-reopens every claim made under it). The server reaps a dead node's claims itself.
-
+Fail safe: a server that stops answering pauses claiming (reports wait, with backoff);
+a stop releases what was claimed but not started and, by `on_stop`, lets running
+attempts finish or kills and releases them; a restart after a kill releases what the
+last run held (the node leaves and joins again). The server reaps a dead node's claims.
 The server is reached only through a `Coordinator` (injected by the command line, so
 the engine imports no HTTP); its errors come as `ServerAway`.
 """

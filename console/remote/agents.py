@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from console.model import Task
-from console.remote.client import ServerClient
+from console.remote.client import ServerClient, ServerError
 from console.sdd.agent_live import MAX_HEARTBEATS, AgentLive
 from console.sdd.delta import Delta
 from console.sdd.state import State
@@ -70,8 +70,15 @@ def agents_from_status(body: dict[str, Any], tasks: dict[str, Task],
 
 
 def sync_agents(client: ServerClient, state: State, lock: threading.RLock) -> Delta:
-    """`GET /status`'s agents into the State (ServerError for the caller to word)."""
-    body = client.status()
+    """`GET /status`'s agents into the State (ServerError for the caller to word). A
+    server with no `/status` (404: one older than Bernstein 3.x) reports no agents: that
+    is not a problem to show, as a task with no gate report is not."""
+    try:
+        body: dict[str, Any] = client.status()
+    except ServerError as exc:
+        if exc.status != 404:
+            raise
+        body = {}
     with lock:
         agents = agents_from_status(body, state.tasks)
         delta = state.set_file_error(client.where("/status"), None)

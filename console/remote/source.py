@@ -1,14 +1,13 @@
 """`RemoteSource`: a Bernstein task server read into a `State`, and kept current.
 
-The same surface as `LocalSource` (`state`, `lock`, `loaded`, `exists`,
-`describe()`, `start(on_delta, on_error=)`, `stop()`, `stopping`), so the
-console runs on either unchanged. A full sync reads `/tasks` (page by page),
-`/tasks/archive`, `/approvals` and the gate reports of finished tasks; then
+The same surface as `LocalSource` (`state`, `lock`, `loaded`, `exists`, `describe()`,
+`start(on_delta, on_error=)`, `stop()`, `stopping`), so the console runs on either
+unchanged. A full sync reads `/tasks` (page by page), `/tasks/archive`, `/approvals`,
+`/status` (the agents) and the gate reports of finished tasks; then
 `/events` brings each change (`task_update` → `GET /tasks/{id}`). The server
-drops events for slow readers and never replays, so every (re)connect of the
-stream, and a cheap `/tasks/counts` check that disagrees with the state, leads
-to a full re-sync, and only what differs reaches `on_delta`. While the stream is
-down the tasks are polled every `poll_s`.
+drops events for slow readers and never replays, so every (re)connect of the stream,
+and a cheap `/tasks/counts` check that disagrees with the state, leads to a full
+re-sync; only what differs reaches `on_delta`. Without the stream, polled every `poll_s`.
 
 `health` is a `ServerHealth` snapshot for the console's header; each change of
 its status or of the stream's liveness comes as a Delta with section "server".
