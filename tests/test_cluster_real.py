@@ -203,7 +203,11 @@ def test_the_cascade_and_reflection_ran_on_the_worker(cluster: Run) -> None:
     escalated = cluster.ids[f"Write t{TASKS:02}"]
     _, task = api(cluster.url, "GET", f"/tasks/{escalated}")
     assert task["status"] == "done"
-    assert "attempt(s), last on sonnet" in task["result_summary"], task["result_summary"]
+    # the worker that ran it reports it; or, when that was w1 (killed mid-run) after its
+    # landing push, w2 finds the work on origin and lands nothing twice (README "Landing")
+    summary = task["result_summary"]
+    assert "attempt(s), last on sonnet" in summary or "landed before; not run again" in summary, \
+        summary
     messages = [p["message"] for p in task["progress_log"]]
     assert any("on haiku; next attempt on sonnet" in m for m in messages), messages
     assert any(m.startswith("attempt ") and " on sonnet " in m for m in messages), messages

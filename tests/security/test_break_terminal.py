@@ -159,7 +159,7 @@ def test_a_stop_signal_ends_a_console_whose_event_loop_is_stuck(tmp_path: Path,
         _read_until(fd, b"T1")
         assert not termios.tcgetattr(fd)[3] & termios.ICANON  # the app's raw mode
         # the terminal stops reading; each new size is a full frame the console writes
-        for size in range(200):
+        for size in range(600):  # at most 30 s: a loaded machine drains the pty slower
             fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30 + size % 20,
                                                             110 + size % 50, 0, 0))
             time.sleep(0.05)
