@@ -140,37 +140,14 @@ def _engine(root: Path, after: threading.Event | None, carried: list[dict[str, o
     return thread
 
 
-def test_a_starting_engine_is_waited_for(tmp_path: Path) -> None:
-    root = tmp_path / "project"
-    lock = root / ".sdd" / "runtime" / "engine.lock"
-    lock.parent.mkdir(parents=True)
-    starts, stop = threading.Event(), threading.Event()
-    carried: list[dict[str, object]] = []
-    with open(lock, "w") as held:  # an engine took the lock just now; its start is slow
-        fcntl.flock(held, fcntl.LOCK_EX)
-        engine = _engine(root, starts, carried, stop)
-        try:
-            threading.Timer(6.5, starts.set).start()  # its key, later than 5 s
-            outcome = submit(SddPaths(root), {"action": "pause"}, timeout=20)
-        finally:
-            starts.set()
-            stop.set()
-            engine.join()
-    assert outcome == Outcome.done("did pause"), outcome
-    assert [r["action"] for r in carried] == ["pause"]
-
-
-def test_a_short_key_is_not_yet(tmp_path: Path) -> None:
-    root = tmp_path / "project"
-    root.mkdir()
-    path = key_file(root)
-    make_key(root)
-    path.write_bytes(b"")  # an older engine, between creating its key and writing it
+def _pause_once_the_key_comes(root: Path, after_s: float) -> None:
+    """`pause` sent while the engine makes its key only `after_s` seconds later: the
+    requester waits for it, and the engine carries the request out once."""
     starts, stop = threading.Event(), threading.Event()
     carried: list[dict[str, object]] = []
     engine = _engine(root, starts, carried, stop)
     try:
-        threading.Timer(0.5, starts.set).start()
+        threading.Timer(after_s, starts.set).start()
         outcome = submit(SddPaths(root), {"action": "pause"}, timeout=20)
     finally:
         starts.set()
@@ -178,6 +155,23 @@ def test_a_short_key_is_not_yet(tmp_path: Path) -> None:
         engine.join()
     assert outcome == Outcome.done("did pause"), outcome
     assert [r["action"] for r in carried] == ["pause"]
+
+
+def test_a_starting_engine_is_waited_for(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    lock = root / ".sdd" / "runtime" / "engine.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as held:  # an engine took the lock just now; its start is slow
+        fcntl.flock(held, fcntl.LOCK_EX)
+        _pause_once_the_key_comes(root, 6.5)  # its key, later than 5 s
+
+
+def test_a_short_key_is_not_yet(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    make_key(root)
+    key_file(root).write_bytes(b"")  # an older engine, between creating its key and writing it
+    _pause_once_the_key_comes(root, 0.5)
 
 
 def test_a_request_signed_with_a_dead_engines_key_is_sent_again(tmp_path: Path) -> None:
